@@ -1,0 +1,118 @@
+"""Values to and from JSON, so that inputs and outputs cross between the grader and a kernel as data.
+
+Only plain data crosses: tensors (float, integer, bool), numbers, strings, None, and lists, tuples and
+dicts of them. Decoding never executes anything and checks what it reads, so a forged or malformed
+value is an error, never code.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+_DTYPES = {
+    "float64": torch.float64,
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "int64": torch.int64,
+    "int32": torch.int32,
+    "int16": torch.int16,
+    "int8": torch.int8,
+    "uint8": torch.uint8,
+    "bool": torch.bool,
+}
+_NAMES = {v: k for k, v in _DTYPES.items()}
+MAX_ELEMENTS = 1_000_000  # a probe's output is small; anything bigger is refused rather than parsed
+
+
+class CodecError(ValueError):
+    """A value could not be encoded or decoded."""
+
+
+def _float(x: float) -> Any:
+    # JSON has no NaN or infinity; spell them as strings so the text stays strict JSON.
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return x
+
+
+def encode(value: Any) -> Any:
+    """A JSON-serialisable description of value."""
+    if isinstance(value, torch.Tensor):
+        if value.dtype not in _NAMES:
+            raise CodecError(f"tensors of dtype {value.dtype} are not supported")
+        if value.numel() > MAX_ELEMENTS:
+            raise CodecError(f"tensor with {value.numel()} elements is too large")
+        flat = value.detach().cpu().reshape(-1)
+        if value.dtype.is_floating_point:
+            data = [_float(x) for x in flat.double().tolist()]
+        else:
+            data = flat.tolist()
+        return {"__tensor__": _NAMES[value.dtype], "shape": list(value.shape), "data": data}
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return {"__float__": _float(value)}
+    if isinstance(value, (list, tuple)):
+        return {"__seq__": "tuple" if isinstance(value, tuple) else "list", "items": [encode(v) for v in value]}
+    if isinstance(value, dict):
+        if not all(isinstance(k, str) for k in value):
+            raise CodecError("only dicts with string keys are supported")
+        return {"__dict__": {k: encode(v) for k, v in value.items()}}
+    raise CodecError(f"values of type {type(value).__name__} are not supported")
+
+
+def _decode_float(x: Any) -> float:
+    if isinstance(x, bool) or not isinstance(x, (int, float, str)):
+        raise CodecError(f"not a number: {x!r:.40}")
+    if isinstance(x, str):
+        if x not in ("nan", "inf", "-inf"):
+            raise CodecError(f"not a number: {x!r:.40}")
+        return float(x)
+    return float(x)
+
+
+def decode(obj: Any) -> Any:
+    """The value that encode described; raises CodecError on anything malformed."""
+    if obj is None or isinstance(obj, (bool, int, str)):
+        return obj
+    if isinstance(obj, list):
+        raise CodecError("a bare JSON list is not a valid encoded value")
+    if not isinstance(obj, dict) or len(obj) == 0:
+        raise CodecError(f"malformed value: {obj!r:.60}")
+    if "__tensor__" in obj:
+        dtype = _DTYPES.get(obj.get("__tensor__"))
+        shape, data = obj.get("shape"), obj.get("data")
+        if dtype is None:
+            raise CodecError(f"unknown dtype {obj.get('__tensor__')!r:.40}")
+        if not isinstance(shape, list) or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
+            raise CodecError("malformed tensor shape")
+        if not isinstance(data, list) or len(data) != math.prod(shape) or len(data) > MAX_ELEMENTS:
+            raise CodecError("tensor data does not match its shape")
+        if dtype.is_floating_point:
+            values = [_decode_float(x) for x in data]
+        elif dtype == torch.bool:
+            if not all(isinstance(x, bool) for x in data):
+                raise CodecError("boolean tensor holds non-boolean data")
+            values = data
+        else:
+            if not all(isinstance(x, int) and not isinstance(x, bool) for x in data):
+                raise CodecError("integer tensor holds non-integer data")
+            values = data
+        return torch.tensor(values, dtype=dtype).reshape(shape)
+    if "__float__" in obj:
+        return _decode_float(obj["__float__"])
+    if "__seq__" in obj:
+        items = obj.get("items")
+        if not isinstance(items, list):
+            raise CodecError("malformed sequence")
+        decoded = [decode(v) for v in items]
+        return tuple(decoded) if obj["__seq__"] == "tuple" else decoded
+    if "__dict__" in obj and isinstance(obj["__dict__"], dict):
+        return {str(k): decode(v) for k, v in obj["__dict__"].items()}
+    raise CodecError(f"malformed value: {obj!r:.60}")

@@ -1,0 +1,167 @@
+"""The exercise registry: what each exercise is called, what it is worth, and how it is checked.
+
+An exercise names the object the student defines (a function or an nn.Module class), a generator of
+test cases (public ones for the self-check, hidden ones for the grader, from different seeds), the
+reference implementation, and the known mistakes that the self-check recognises to give a hint.
+One module per chapter (``ch05`` ...) registers its exercises here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+PUBLIC_SEED = 0  # self-check inputs, visible to the student
+HIDDEN_SEED = 20_171_206  # grader inputs; different values, same kinds of case
+
+# Chapters whose exercises are registered, and the modules that hold them.
+CHAPTER_MODULES = {5: "transformer_course.grading.ch05"}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One call: ``obj(*args, **kwargs)`` for a function; ``obj(**init)`` loaded with ``state``, then called, for a module."""
+
+    label: str
+    args: tuple = ()
+    kwargs: dict = field(default_factory=dict)
+    init: dict | None = None
+    state: dict | None = None
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A plausible wrong answer, recognised by the self-check so that it can give a precise hint."""
+
+    hint: str
+    implementation: Any
+
+
+@dataclass(frozen=True)
+class Exercise:
+    id: str
+    title: str
+    points: int
+    name: str  # the name the student's function or class is bound to in the notebook
+    kind: str  # "function" or "module"
+    reference: Any
+    make_cases: Callable[[torch.Generator], list[Case]]
+    mistakes: tuple[Mistake, ...] = ()
+    # Attribute and import names an exercise cell may not use, e.g. PyTorch's built-in of the thing to build.
+    forbidden: tuple[str, ...] = ()
+    atol: float = 1e-6
+    rtol: float = 1e-6
+
+    @property
+    def chapter(self) -> int:
+        return int(self.id.split(".")[0])
+
+    def cases(self, seed: int) -> list[Case]:
+        generator = torch.Generator().manual_seed(seed + int(self.id.replace(".", "")))
+        return self.make_cases(generator)
+
+
+_REGISTRY: dict[str, Exercise] = {}
+
+
+def register(*exercises: Exercise) -> None:
+    for ex in exercises:
+        if ex.kind not in ("function", "module"):
+            raise ValueError(f"exercise {ex.id}: kind must be 'function' or 'module', got {ex.kind!r}")
+        _REGISTRY[ex.id] = ex
+
+
+def _load_all() -> None:
+    for module in CHAPTER_MODULES.values():
+        importlib.import_module(module)
+
+
+def get(exercise_id: str) -> Exercise:
+    _load_all()
+    if not isinstance(exercise_id, str) or exercise_id not in _REGISTRY:
+        known = ", ".join(sorted(_REGISTRY, key=_sort_key))
+        raise ValueError(f"there is no exercise {exercise_id!r}; the exercises are {known}")
+    return _REGISTRY[exercise_id]
+
+
+def chapter_exercises(chapter: int) -> list[Exercise]:
+    _load_all()
+    return sorted((e for e in _REGISTRY.values() if e.chapter == chapter), key=lambda e: _sort_key(e.id))
+
+
+def chapter_notebook(chapter: int) -> str:
+    """File name of a chapter's notebook, e.g. '05_self_attention.ipynb'."""
+    if chapter not in CHAPTER_MODULES:
+        raise ValueError(f"chapter {chapter} has no graded exercises")
+    return importlib.import_module(CHAPTER_MODULES[chapter]).NOTEBOOK
+
+
+def _sort_key(exercise_id: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in exercise_id.split("."))
+
+
+def run_case(exercise: Exercise, obj: Any, case: Case) -> Any:
+    """Call obj (the student's or the reference) on one case and return what it returns."""
+    if exercise.kind == "module":
+        if not isinstance(obj, type):
+            raise TypeError(f"{exercise.name} should be a class (an nn.Module), got {type(obj).__name__}")
+        module = obj(**(case.init or {}))
+        if not isinstance(module, torch.nn.Module):
+            raise TypeError(f"{exercise.name} should be a subclass of torch.nn.Module")
+        module = module.double()
+        if case.state is not None:
+            module.load_state_dict(case.state)
+        module.eval()
+        with torch.no_grad():
+            return module(*case.args, **case.kwargs)
+    if not callable(obj):
+        raise TypeError(f"{exercise.name} should be a function, got {type(obj).__name__}")
+    with torch.no_grad():
+        return obj(*case.args, **case.kwargs)
+
+
+def describe(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"a {str(value.dtype).replace('torch.', '')} tensor of shape {tuple(value.shape)}"
+    if isinstance(value, tuple):
+        return f"a tuple of {len(value)} ({', '.join(describe(v) for v in value)})"
+    return f"a {type(value).__name__}"
+
+
+def compare(expected: Any, actual: Any, atol: float, rtol: float, where: str = "the result") -> str | None:
+    """None when actual matches expected, else one sentence that says how it differs."""
+    if isinstance(expected, torch.Tensor):
+        if not isinstance(actual, torch.Tensor):
+            return f"{where} should be {describe(expected)}, got {describe(actual)}"
+        if tuple(actual.shape) != tuple(expected.shape):
+            return f"{where} should have shape {tuple(expected.shape)}, got {tuple(actual.shape)}"
+        if expected.dtype == torch.bool:
+            if actual.dtype != torch.bool:
+                return f"{where} should be a boolean tensor (True = may attend), got dtype {actual.dtype}"
+            wrong = (actual != expected).sum().item()
+            return None if wrong == 0 else f"{where} has {wrong} of {expected.numel()} entries wrong"
+        if not (actual.dtype.is_floating_point or actual.dtype.is_complex):
+            return f"{where} should be a floating-point tensor, got dtype {actual.dtype}"
+        a, e = actual.detach().double().cpu(), expected.detach().double().cpu()
+        if torch.allclose(a, e, atol=atol, rtol=rtol, equal_nan=True):
+            return None
+        nan_mismatch = (a.isnan() != e.isnan()).sum().item()
+        if nan_mismatch:
+            return f"{where} has NaN in {int(a.isnan().sum())} entries where the reference has {int(e.isnan().sum())}"
+        diff = (a - e).abs().nan_to_num(nan=0.0, posinf=math.inf).max().item()
+        return f"{where} differs from the reference by up to {diff:.3g}"
+    if isinstance(expected, tuple):
+        if not isinstance(actual, (tuple, list)) or len(actual) != len(expected):
+            return f"{where} should be {describe(expected)}, got {describe(actual)}"
+        for i, (e, a) in enumerate(zip(expected, actual)):
+            problem = compare(e, a, atol, rtol, where=f"item {i} of {where}")
+            if problem:
+                return problem
+        return None
+    if expected != actual:
+        return f"{where} should be {expected!r}, got {actual!r:.60}"
+    return None

@@ -1,0 +1,147 @@
+"""The release tool: make the student notebooks in notebooks/ from the single sources in solutions/.
+
+    python -m transformer_course.grading.release           # write notebooks/
+    python -m transformer_course.grading.release --check   # exit 1 if notebooks/ is out of date
+
+Each solution block becomes ``raise NotImplementedError(...)``, outputs and execution counts are
+cleared, cells tagged ``solution-only`` are dropped, exercise cells are tagged ``raises-exception``,
+and a short banner says how to work the notebook. The output is a pure function of the input, so a
+test can regenerate it and compare.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+
+from . import registry
+from .cells import HEADER, blank_solution, exercise_id
+
+BANNER_TAG = "student-banner"
+BANNER = """\
+**Student version.** Fill in the cells that start with `# EXERCISE`: replace each
+`raise NotImplementedError(...)` with your code, then run the `check(...)` cell right after it.
+Until an exercise passes its check, the cells after it use the course's reference implementation,
+so the notebook always runs from top to bottom. Only the exercise cells are graded."""
+
+
+def course_root() -> Path:
+    """The repository root: the folder above src/ that holds solutions/ and notebooks/."""
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        if (parent / "solutions").is_dir() and (parent / "pyproject.toml").is_file():
+            return parent
+    raise FileNotFoundError(
+        "cannot find the course folder (with solutions/ and pyproject.toml) above " + str(here)
+    )
+
+
+def chapter_of(path: Path) -> int:
+    match = re.match(r"(\d+)_", path.name)
+    if not match:
+        raise ValueError(f"{path.name}: a chapter notebook's name starts with its number, e.g. 05_self_attention.ipynb")
+    return int(match.group(1))
+
+
+def make_student(solution: nbformat.NotebookNode, chapter: int, source_name: str) -> nbformat.NotebookNode:
+    nb = copy.deepcopy(solution)
+    expected = {e.id: e for e in registry.chapter_exercises(chapter)}
+    seen: list[str] = []
+    cells = []
+    for cell in nb.cells:
+        tags = list(cell.get("metadata", {}).get("tags", []))
+        if "solution-only" in tags or BANNER_TAG in tags:
+            continue
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+            cell.metadata.pop("execution", None)
+            ex_id = exercise_id(cell)
+            if ex_id is not None:
+                _validate_exercise_cell(cell, ex_id, expected, source_name)
+                seen.append(ex_id)
+                cell.source = blank_solution(cell.source, ex_id)
+                # The book shows the solution hidden; a student sees the cell as it is.
+                tags = [t for t in tags if t not in ("hide-input", "hide-cell")]
+                if "raises-exception" not in tags:
+                    tags.append("raises-exception")
+        if tags:
+            cell.metadata["tags"] = tags
+        else:
+            cell.metadata.pop("tags", None)
+        cells.append(cell)
+    missing = sorted(set(expected) - set(seen))
+    if missing:
+        raise ValueError(f"{source_name}: no exercise cell for registered exercise(s) {', '.join(missing)}")
+    banner = nbformat.v4.new_markdown_cell(BANNER, metadata={"tags": [BANNER_TAG]})
+    banner.id = "student-banner"
+    nb.cells = cells[:1] + [banner] + cells[1:]  # after the title cell
+    nb.metadata["transformer_course"] = {"chapter": chapter, "generated_from": f"solutions/{source_name}"}
+    return nb
+
+
+def _validate_exercise_cell(cell, ex_id: str, expected: dict, source_name: str) -> None:
+    if ex_id not in expected:
+        raise ValueError(f"{source_name}: exercise cell {ex_id} is not registered in transformer_course.grading")
+    meta = cell.metadata.get("exercise")
+    header = HEADER.match(cell.source.lstrip("\n").split("\n", 1)[0])
+    if not isinstance(meta, dict) or meta.get("id") != ex_id or not header or header.group(1) != ex_id:
+        raise ValueError(f"{source_name}: exercise {ex_id} needs both metadata {{'exercise': {{'id': ...}}}} and a '# EXERCISE {ex_id}' first line")
+    if meta.get("points") != expected[ex_id].points:
+        raise ValueError(
+            f"{source_name}: exercise {ex_id} says {meta.get('points')} points, the registry {expected[ex_id].points}"
+        )
+
+
+def render(solution_path: Path) -> str:
+    """The text of the student notebook made from one solution notebook."""
+    solution = nbformat.read(solution_path, as_version=4)
+    student = make_student(solution, chapter_of(solution_path), solution_path.name)
+    return nbformat.writes(student) + "\n"
+
+
+def release(root: Path, check_only: bool = False) -> list[str]:
+    """Write (or, with check_only, compare) every student notebook; return the names that differ."""
+    stale = []
+    solutions = sorted((root / "solutions").glob("[0-9]*.ipynb"))
+    for path in solutions:
+        target = root / "notebooks" / path.name
+        text = render(path)
+        current = target.read_text(encoding="utf-8") if target.exists() else None
+        if current != text:
+            stale.append(path.name)
+            if not check_only:
+                target.parent.mkdir(exist_ok=True)
+                target.write_text(text, encoding="utf-8")
+    orphans = sorted({p.name for p in (root / "notebooks").glob("*.ipynb")} - {p.name for p in solutions})
+    for name in orphans:
+        stale.append(name)
+        if not check_only:
+            (root / "notebooks" / name).unlink()
+    return stale
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="course-release", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="only report notebooks that are out of date")
+    parser.add_argument("--root", type=Path, default=None, help="the course folder (default: found from this package)")
+    args = parser.parse_args(argv)
+    root = args.root or course_root()
+    stale = release(root, check_only=args.check)
+    if args.check:
+        if stale:
+            print("out of date (run `make release`): " + ", ".join(stale))
+            return 1
+        print("notebooks/ is up to date")
+        return 0
+    print("regenerated: " + (", ".join(stale) if stale else "nothing (already up to date)"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

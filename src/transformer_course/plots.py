@@ -1,0 +1,56 @@
+"""Figures shared by the chapters: attention heatmaps and masks."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import matplotlib.pyplot as plt
+import torch
+
+
+def attention_heatmap(
+    weights: torch.Tensor,
+    queries: Sequence[str] | None = None,
+    keys: Sequence[str] | None = None,
+    ax: plt.Axes | None = None,
+    title: str | None = None,
+    annotate: bool = True,
+    cmap: str = "viridis",
+) -> plt.Axes:
+    """Draw a (T_q, T_k) matrix of attention weights: row i is what query i attends to."""
+    w = torch.as_tensor(weights).detach().cpu().double()
+    if w.dim() != 2:
+        raise ValueError(f"attention_heatmap draws one (T_q, T_k) matrix, got shape {tuple(w.shape)}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(0.6 * w.shape[1] + 1.5, 0.6 * w.shape[0] + 1))
+    image = ax.imshow(w.numpy(), cmap=cmap, vmin=0.0, vmax=max(1.0, float(w.nan_to_num().max())) if w.dtype != torch.bool else 1)
+    ax.set_xticks(range(w.shape[1]), labels=list(keys) if keys is not None else range(w.shape[1]), rotation=45 if keys is not None else 0)
+    ax.set_yticks(range(w.shape[0]), labels=list(queries) if queries is not None else range(w.shape[0]))
+    ax.set_xlabel("key")
+    ax.set_ylabel("query")
+    if annotate and w.numel() <= 100:
+        for i in range(w.shape[0]):
+            for j in range(w.shape[1]):
+                value = w[i, j].item()
+                ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=8, color="white" if value < 0.6 else "black")
+    if title:
+        ax.set_title(title)
+    plt.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    return ax
+
+
+def mask_image(mask: torch.Tensor, ax: plt.Axes | None = None, title: str | None = None) -> plt.Axes:
+    """Draw a boolean (T_q, T_k) mask: filled where attending is allowed."""
+    m = torch.as_tensor(mask).detach().cpu()
+    if m.dim() != 2 or m.dtype != torch.bool:
+        raise ValueError(f"mask_image draws one boolean (T_q, T_k) mask, got {m.dtype} of shape {tuple(m.shape)}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(3, 3))
+    ax.imshow(m.numpy(), cmap="Blues", vmin=0, vmax=1)
+    ax.set_xticks(range(m.shape[1]))
+    ax.set_yticks(range(m.shape[0]))
+    ax.set_xlabel("key")
+    ax.set_ylabel("query")
+    if title:
+        ax.set_title(title)
+    return ax

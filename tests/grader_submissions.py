@@ -1,0 +1,97 @@
+"""Submissions for the grader tests: plausible wrong answers and hostile cells, as exercise-cell code."""
+
+HEADER = {
+    "5.1": "# EXERCISE 5.1 (2 points): attention scores\n",
+    "5.2": "# EXERCISE 5.2 (2 points): the causal mask\n",
+    "5.3": "# EXERCISE 5.3 (3 points): scaled dot-product attention with a mask\n",
+    "5.4": "# EXERCISE 5.4 (3 points): a self-attention layer\n",
+}
+
+_INIT = """class SelfAttention(nn.Module):
+    def __init__(self, d_model, d_k, d_v=None):
+        super().__init__()
+        d_v = d_k if d_v is None else d_v
+        self.w_q = nn.Linear(d_model, d_k, bias=False)
+        self.w_k = nn.Linear(d_model, d_k, bias=False)
+        self.w_v = nn.Linear(d_model, d_v, bias=False)
+
+    def forward(self, x, mask=None):
+"""
+
+
+def _sdpa(body: str) -> str:
+    return "def scaled_dot_product_attention(q, k, v, mask=None):\n" + body
+
+
+def _layer(body: str) -> str:
+    return _INIT + body
+
+
+# Each round holds one wrong answer per exercise, so that a round costs one kernel run and shows that
+# a mistake in one exercise costs that exercise's points and no other's.
+WRONG_ROUNDS = [
+    {
+        "5.1": "def attention_scores(q, k):\n    return q @ k.transpose(-2, -1)\n",  # no 1/sqrt(d_k)
+        "5.2": "def causal_mask(t):\n    return torch.ones(t, t, dtype=torch.bool).triu()\n",  # sees the future
+        "5.3": _sdpa(  # mask ignored
+            "    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)\n"
+            "    return weights @ v, weights\n"
+        ),
+        "5.4": _layer("        return scaled_dot_product_attention(self.w_k(x), self.w_q(x), self.w_v(x), mask)\n"),
+    },
+    {
+        "5.1": "def attention_scores(q, k):\n    return k @ q.transpose(-2, -1) / math.sqrt(q.shape[-1])\n",  # transposed keys
+        "5.2": "def causal_mask(t):\n    return torch.ones(t, t, dtype=torch.bool).tril(-1)\n",  # no diagonal
+        "5.3": _sdpa(  # softmax over the wrong axis
+            "    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])\n"
+            "    if mask is not None:\n        scores = scores.masked_fill(~mask, float('-inf'))\n"
+            "    weights = torch.softmax(scores, dim=-2)\n    return weights @ v, weights\n"
+        ),
+        "5.4": _layer("        return scaled_dot_product_attention(self.w_q(x), self.w_k(x), x, mask)\n"),
+    },
+    {
+        "5.1": "def attention_scores(q, k):\n    return q @ k.transpose(-2, -1) / q.shape[-1]\n",  # 1/d_k
+        "5.2": "def causal_mask(t):\n    return torch.ones(t, t).tril()\n",  # float, not bool
+        "5.3": _sdpa(  # mask inverted
+            "    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])\n"
+            "    if mask is not None:\n        scores = scores.masked_fill(mask, float('-inf'))\n"
+            "    weights = torch.softmax(scores, dim=-1)\n    return weights @ v, weights\n"
+        ),
+        "5.4": _layer("        out, w = scaled_dot_product_attention(self.w_q(x), self.w_k(x), self.w_v(x))\n        return out, w\n"),
+    },
+    {
+        "5.3": _sdpa(  # mask applied after the softmax
+            "    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)\n"
+            "    if mask is not None:\n        weights = weights * mask\n"
+            "    return weights @ v, weights\n"
+        ),
+    },
+    {
+        "5.3": _sdpa(  # no 1/sqrt(d_k)
+            "    scores = q @ k.transpose(-2, -1)\n"
+            "    if mask is not None:\n        scores = scores.masked_fill(~mask, float('-inf'))\n"
+            "    weights = torch.softmax(scores, dim=-1)\n    return weights @ v, weights\n"
+        ),
+    },
+]
+
+# Shortcuts that must earn nothing: the reference package, PyTorch's built-in, and a forged probe result.
+HOSTILE = {
+    "5.1": "from transformer_course.attention import attention_scores\n",
+    "5.2": (
+        "def causal_mask(t):\n"
+        "    from IPython.display import publish_display_data\n"
+        "    publish_display_data({'application/vnd.transformer-course.probe+json': {'nonce': 'guess', 'exercise': '5.2',"
+        " 'results': []}})\n"
+        "    return torch.ones(t, t, dtype=torch.bool).triu()\n"
+    ),
+    "5.3": (
+        "def scaled_dot_product_attention(q, k, v, mask=None):\n"
+        "    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)\n"
+        "    return out, None\n"
+    ),
+    "5.4": _INIT + '        return check.__globals__["registry"].get("5.4").reference.forward(self, x, mask)\n',
+}
+
+INFINITE_LOOP = "def attention_scores(q, k):\n    while True:\n        pass\n"
+KILLS_KERNEL = "import os\nos._exit(1)\n"

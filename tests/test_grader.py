@@ -1,0 +1,164 @@
+"""The grader, end to end, on the chapter notebooks: right answers, wrong answers, and hostile ones."""
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from grader_submissions import HEADER, HOSTILE, INFINITE_LOOP, KILLS_KERNEL, WRONG_ROUNDS
+from transformer_course.grading import registry
+from transformer_course.grading.cells import exercise_id
+from transformer_course.grading.grader import grade_notebook
+
+CHAPTER = "05_self_attention.ipynb"
+POINTS = {e.id: e.points for e in registry.chapter_exercises(5)}
+
+
+def _scores(report):
+    return {t.name.split(":")[0].replace("Exercise ", ""): t.score for t in report.tests}
+
+
+def _with_cells(course_root, tmp_path, name, replacements=None, edit=None):
+    """The solution notebook with some exercise cells replaced (their header kept) and other edits."""
+    nb = json.loads((course_root / "solutions" / CHAPTER).read_text())
+    for cell in nb["cells"]:
+        ex = exercise_id({**cell, "source": "".join(cell["source"])})
+        if ex and replacements and ex in replacements:
+            cell["source"] = HEADER[ex] + replacements[ex]
+    if edit:
+        edit(nb)
+    path = tmp_path / name
+    path.write_text(json.dumps(nb))
+    return path
+
+
+@pytest.fixture(scope="module")
+def solution_report(course_root):
+    return grade_notebook(course_root / "solutions" / CHAPTER, course_root)
+
+
+def test_solution_gets_full_marks(solution_report):
+    assert solution_report.problems == []
+    assert _scores(solution_report) == POINTS
+    assert solution_report.score == solution_report.max_score == 10
+
+
+def test_untouched_student_notebook_gets_zero(course_root):
+    report = grade_notebook(course_root / "notebooks" / CHAPTER, course_root)
+    assert report.max_score == 10 and report.score == 0
+    assert all("not attempted" in t.output for t in report.tests)
+
+
+@pytest.mark.parametrize("round_index", range(len(WRONG_ROUNDS)))
+def test_each_wrong_answer_loses_its_exercise_points(course_root, tmp_path, round_index):
+    wrong = WRONG_ROUNDS[round_index]
+    report = grade_notebook(_with_cells(course_root, tmp_path, f"wrong{round_index}.ipynb", wrong), course_root)
+    expected = {ex: 0 if ex in wrong else points for ex, points in POINTS.items()}
+    assert _scores(report) == expected, report.markdown()
+
+
+def test_same_submission_same_score(course_root, tmp_path, solution_report):
+    again = grade_notebook(course_root / "solutions" / CHAPTER, course_root)
+    strip = lambda r: {k: v for k, v in r.gradescope().items() if k != "execution_time"}  # noqa: E731
+    assert strip(again) == strip(solution_report)
+
+
+def test_edited_checks_and_given_cells_change_nothing(course_root, tmp_path):
+    def edit(nb):
+        for cell in nb["cells"]:
+            source = "".join(cell["source"])
+            if cell["cell_type"] == "code" and source.lstrip().startswith(tuple(e.name for e in registry.chapter_exercises(5))):
+                cell["source"] = "raise SystemExit('check cell removed')"  # every check cell
+            elif cell["cell_type"] == "code" and "import" in source and "exercise" not in cell["metadata"]:
+                cell["source"] = source + "\nimport torch\ntorch.Tensor.__matmul__ = lambda a, b: a.sum()\n"
+    submission = _with_cells(course_root, tmp_path, "edited.ipynb", edit=edit)
+    # a wrong 5.1 as well, with the check cell that would reveal it removed
+    nb = json.loads(submission.read_text())
+    report = grade_notebook(_with_cells(course_root, tmp_path, "edited.ipynb", {"5.1": WRONG_ROUNDS[0]["5.1"]}, edit), course_root)
+    assert nb["cells"] and _scores(report) == {**POINTS, "5.1": 0}
+
+
+def test_shortcuts_earn_nothing(course_root, tmp_path):
+    report = grade_notebook(_with_cells(course_root, tmp_path, "hostile.ipynb", HOSTILE), course_root)
+    assert report.score == 0, report.markdown()
+    outputs = {t.name[9:12]: t.output for t in report.tests}
+    assert "reference package" in outputs["5.1"]
+    assert "upper" not in outputs["5.2"] and "entries wrong" in outputs["5.2"]
+    assert "scaled_dot_product_attention" in outputs["5.3"] and "refused" in outputs["5.3"]
+    assert "`check`" in outputs["5.4"]
+
+
+def test_infinite_loop_is_cut_off_and_reported(course_root, tmp_path):
+    submission = _with_cells(course_root, tmp_path, "loop.ipynb", {"5.1": INFINITE_LOOP})
+    report = grade_notebook(submission, course_root, cell_timeout=3, timeout=300)
+    assert _scores(report) == {**POINTS, "5.1": 0}
+    assert "time limit" in report.tests[0].output
+
+
+def test_total_time_limit_still_reports(course_root, tmp_path):
+    submission = _with_cells(course_root, tmp_path, "loop.ipynb", {"5.1": INFINITE_LOOP})
+    report = grade_notebook(submission, course_root, cell_timeout=60, timeout=8)
+    assert report.score == 0 and any("total time limit" in p for p in report.problems)
+
+
+def test_a_cell_that_kills_the_kernel_is_reported(course_root, tmp_path):
+    report = grade_notebook(_with_cells(course_root, tmp_path, "exit.ipynb", {"5.3": KILLS_KERNEL}), course_root)
+    assert _scores(report) == {"5.1": 2, "5.2": 2, "5.3": 0, "5.4": 0}
+    assert any("kernel died" in p for p in report.problems)
+
+
+@pytest.mark.parametrize(
+    "name, content, message",
+    [
+        ("essay.txt", b"my answers", "is not a notebook"),
+        ("trunc.ipynb", b'{"cells": [{"cell_type": "code", "source": "x', "truncated"),
+        ("garbage.ipynb", b"\x89PNG\r\n\x1a\n\x00\x00", "not a text file"),
+        ("list.ipynb", b"[1, 2, 3]", "not a Jupyter notebook"),
+        ("empty.ipynb", b'{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}', "has no exercise cells"),
+        ("weird.ipynb", b'{"cells": [1, {"cell_type": "code", "source": 5}, {"source": ["# EXERCISE 9.1"]}]}', "no exercise cells"),
+    ],
+)
+def test_malformed_submissions_get_a_report(course_root, tmp_path, name, content, message):
+    path = tmp_path / name
+    path.write_bytes(content)
+    report = grade_notebook(path, course_root)
+    assert report.score == 0 and any(message in p for p in report.problems), report.problems
+
+
+def test_missing_and_duplicated_cells_are_reported(course_root, tmp_path):
+    def edit(nb):
+        cells = nb["cells"]
+        ex_cells = [c for c in cells if "exercise" in c["metadata"]]
+        cells.remove(ex_cells[3])  # 5.4 missing
+        copy = dict(ex_cells[0], metadata={})
+        copy["source"] = HEADER["5.1"] + WRONG_ROUNDS[0]["5.1"]
+        cells.append(copy)  # a second 5.1, found by its header: the first one counts
+    report = grade_notebook(_with_cells(course_root, tmp_path, "dup.ipynb", edit=edit), course_root)
+    assert _scores(report) == {**POINTS, "5.4": 0}
+    assert any("5.4 is missing" in p for p in report.problems) and any("more than once" in p for p in report.problems)
+
+
+def test_command_line_on_a_folder(course_root, tmp_path):
+    folder = tmp_path / "subs"
+    (folder / "alice").mkdir(parents=True)
+    shutil.copy(course_root / "solutions" / CHAPTER, folder / "alice" / CHAPTER)
+    (folder / "bob.ipynb").write_text("{not json")
+    out = tmp_path / "results"
+    run = subprocess.run(
+        [sys.executable, "-m", "transformer_course.grade", str(folder), "--out", str(out), "--root", str(course_root)],
+        capture_output=True, text=True,
+    )
+    assert run.returncode == 1, run.stdout + run.stderr  # bob did not reach the pass mark
+    alice = json.loads((out / "alice__05_self_attention" / "results.json").read_text())
+    assert alice["score"] == alice["max_score"] == 10 and len(alice["tests"]) == 4
+    assert all({"name", "score", "max_score", "output", "status"} <= set(t) for t in alice["tests"])
+    assert "not valid JSON" in (out / "bob" / "summary.md").read_text()
+    assert "| 05_self_attention.ipynb | 10 | 10 |" in (out / "summary.md").read_text()
+    assert (out / "scores.csv").read_text().count("\n") == 3
+
+
+def test_command_line_usage_errors(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "transformer_course.grade", str(tmp_path / "nope.ipynb")], capture_output=True, text=True)
+    assert run.returncode == 2 and "no such file or folder" in run.stderr

@@ -1,0 +1,76 @@
+"""The in-notebook self-check: verdicts, hints for known mistakes, and the fallback to the reference."""
+
+import pytest
+import torch
+
+from transformer_course import attention as ref
+from transformer_course.grading import check, registry
+from transformer_course.grading.selfcheck import evaluate
+
+EXERCISES = ["5.1", "5.2", "5.3", "5.4"]
+
+
+@pytest.mark.parametrize("exercise_id", EXERCISES)
+def test_reference_passes_and_is_returned(exercise_id, capsys):
+    ex = registry.get(exercise_id)
+    assert check(exercise_id, ex.reference) is ex.reference
+    assert capsys.readouterr().out.startswith(f"✅ Exercise {exercise_id}")
+
+
+@pytest.mark.parametrize(
+    "exercise_id, index", [(e, i) for e in EXERCISES for i in range(len(registry.get(e).mistakes))]
+)
+def test_each_known_mistake_fails_with_its_own_hint(exercise_id, index, capsys):
+    ex = registry.get(exercise_id)
+    mistake = ex.mistakes[index]
+    returned = check(exercise_id, mistake.implementation)
+    out = capsys.readouterr().out
+    assert out.startswith(f"❌ Exercise {exercise_id}")
+    assert mistake.hint in out
+    assert returned is ex.reference  # later cells go on with a working implementation
+
+
+def test_not_attempted_falls_back_to_the_reference(capsys):
+    def attention_scores(q, k):
+        raise NotImplementedError("Exercise 5.1")
+
+    assert check("5.1", attention_scores) is ref.attention_scores
+    assert "not attempted yet" in capsys.readouterr().out
+
+
+def test_an_exception_is_reported_not_raised(capsys):
+    def causal_mask(t):
+        return torch.ones(t).foo
+
+    check("5.2", causal_mask)
+    out = capsys.readouterr().out
+    assert "raised AttributeError" in out and "foo" in out
+
+
+def test_hidden_cases_differ_from_public_ones():
+    for exercise_id in EXERCISES:
+        ex = registry.get(exercise_id)
+        public, hidden = ex.cases(registry.PUBLIC_SEED), ex.cases(registry.HIDDEN_SEED)
+        assert len(public) == len(hidden) >= 3
+        first_tensor = [a for a in public[-1].args if isinstance(a, torch.Tensor)]
+        if first_tensor:
+            assert not torch.equal(first_tensor[0], [a for a in hidden[-1].args if isinstance(a, torch.Tensor)][0])
+    assert [c.args for c in registry.get("5.2").cases(registry.PUBLIC_SEED)] != [
+        c.args for c in registry.get("5.2").cases(registry.HIDDEN_SEED)
+    ]
+
+
+def test_cases_are_deterministic():
+    a = registry.get("5.3").cases(registry.HIDDEN_SEED)
+    b = registry.get("5.3").cases(registry.HIDDEN_SEED)
+    assert all(torch.equal(x, y) for ca, cb in zip(a, b) for x, y in zip(ca.args, cb.args))
+
+
+def test_unknown_exercise_is_a_clear_error():
+    with pytest.raises(ValueError, match="there is no exercise '9.9'; the exercises are 5.1, 5.2, 5.3, 5.4"):
+        check("9.9", print)
+
+
+def test_wrong_kind_of_object_is_reported():
+    status, _, _, message = evaluate(registry.get("5.4"), ref.scaled_dot_product_attention)
+    assert status == "failed" and "should be a class" in message
