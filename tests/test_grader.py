@@ -1,4 +1,9 @@
-"""The grader, end to end, on the chapter notebooks: right answers, wrong answers, and hostile ones."""
+"""The grader, end to end, on the chapter notebooks: right answers, wrong answers, and hostile ones.
+
+Every graded chapter gets the generic tests (full marks for the solution, zero for the blank student
+notebook, each wrong answer of tests/wrong_answers/chNN.py loses its points); the robustness tests
+(hostile, malformed, endless, crashing submissions) run on chapter 5.
+"""
 
 import json
 import shutil
@@ -7,31 +12,17 @@ import sys
 
 import pytest
 
-from grader_submissions import HEADER, HOSTILE, INFINITE_LOOP, KILLS_KERNEL, WRONG_ROUNDS
+from gradertools import full_points, graded_chapters, header, notebook_name, scores, with_cells, wrong_rounds
 from transformer_course.grading import registry
-from transformer_course.grading.cells import exercise_id
 from transformer_course.grading.grader import grade_notebook
+from wrong_answers.ch05 import HOSTILE, INFINITE_LOOP, KILLS_KERNEL, WRONG_ROUNDS
 
 CHAPTER = "05_self_attention.ipynb"
-POINTS = {e.id: e.points for e in registry.chapter_exercises(5)}
-
-
-def _scores(report):
-    return {t.name.split(":")[0].replace("Exercise ", ""): t.score for t in report.tests}
+POINTS = full_points(5)
 
 
 def _with_cells(course_root, tmp_path, name, replacements=None, edit=None):
-    """The solution notebook with some exercise cells replaced (their header kept) and other edits."""
-    nb = json.loads((course_root / "solutions" / CHAPTER).read_text())
-    for cell in nb["cells"]:
-        ex = exercise_id({**cell, "source": "".join(cell["source"])})
-        if ex and replacements and ex in replacements:
-            cell["source"] = HEADER[ex] + replacements[ex]
-    if edit:
-        edit(nb)
-    path = tmp_path / name
-    path.write_text(json.dumps(nb))
-    return path
+    return with_cells(course_root / "solutions" / CHAPTER, tmp_path, name, replacements, edit)
 
 
 @pytest.fixture(scope="module")
@@ -39,24 +30,28 @@ def solution_report(course_root):
     return grade_notebook(course_root / "solutions" / CHAPTER, course_root)
 
 
-def test_solution_gets_full_marks(solution_report):
-    assert solution_report.problems == []
-    assert _scores(solution_report) == POINTS
-    assert solution_report.score == solution_report.max_score == 10
+@pytest.mark.parametrize("chapter", graded_chapters())
+def test_solution_gets_full_marks(course_root, chapter, solution_report):
+    report = solution_report if chapter == 5 else grade_notebook(course_root / "solutions" / notebook_name(chapter), course_root)
+    assert report.problems == [], report.problems  # no cell of the course notebook failed either
+    assert scores(report) == full_points(chapter)
+    assert report.score == report.max_score > 0
 
 
-def test_untouched_student_notebook_gets_zero(course_root):
-    report = grade_notebook(course_root / "notebooks" / CHAPTER, course_root)
-    assert report.max_score == 10 and report.score == 0
+@pytest.mark.parametrize("chapter", graded_chapters())
+def test_untouched_student_notebook_gets_zero(course_root, chapter):
+    report = grade_notebook(course_root / "notebooks" / notebook_name(chapter), course_root)
+    assert report.max_score == sum(full_points(chapter).values()) and report.score == 0
     assert all("not attempted" in t.output for t in report.tests)
+    assert report.problems == [], report.problems  # the fallbacks keep every given cell working
 
 
-@pytest.mark.parametrize("round_index", range(len(WRONG_ROUNDS)))
-def test_each_wrong_answer_loses_its_exercise_points(course_root, tmp_path, round_index):
-    wrong = WRONG_ROUNDS[round_index]
-    report = grade_notebook(_with_cells(course_root, tmp_path, f"wrong{round_index}.ipynb", wrong), course_root)
-    expected = {ex: 0 if ex in wrong else points for ex, points in POINTS.items()}
-    assert _scores(report) == expected, report.markdown()
+@pytest.mark.parametrize("chapter, index, wrong", wrong_rounds(), ids=lambda v: str(v) if isinstance(v, int) else "")
+def test_each_wrong_answer_loses_its_exercise_points(course_root, tmp_path, chapter, index, wrong):
+    solution = course_root / "solutions" / notebook_name(chapter)
+    report = grade_notebook(with_cells(solution, tmp_path, f"wrong{index}.ipynb", wrong), course_root)
+    expected = {ex: 0 if ex in wrong else points for ex, points in full_points(chapter).items()}
+    assert scores(report) == expected, report.markdown()
 
 
 def test_same_submission_same_score(course_root, tmp_path, solution_report):
@@ -77,7 +72,7 @@ def test_edited_checks_and_given_cells_change_nothing(course_root, tmp_path):
     # a wrong 5.1 as well, with the check cell that would reveal it removed
     nb = json.loads(submission.read_text())
     report = grade_notebook(_with_cells(course_root, tmp_path, "edited.ipynb", {"5.1": WRONG_ROUNDS[0]["5.1"]}, edit), course_root)
-    assert nb["cells"] and _scores(report) == {**POINTS, "5.1": 0}
+    assert nb["cells"] and scores(report) == {**POINTS, "5.1": 0}
 
 
 def test_shortcuts_earn_nothing(course_root, tmp_path):
@@ -93,7 +88,7 @@ def test_shortcuts_earn_nothing(course_root, tmp_path):
 def test_infinite_loop_is_cut_off_and_reported(course_root, tmp_path):
     submission = _with_cells(course_root, tmp_path, "loop.ipynb", {"5.1": INFINITE_LOOP})
     report = grade_notebook(submission, course_root, cell_timeout=3, timeout=300)
-    assert _scores(report) == {**POINTS, "5.1": 0}
+    assert scores(report) == {**POINTS, "5.1": 0}
     assert "time limit" in report.tests[0].output
 
 
@@ -105,7 +100,7 @@ def test_total_time_limit_still_reports(course_root, tmp_path):
 
 def test_a_cell_that_kills_the_kernel_is_reported(course_root, tmp_path):
     report = grade_notebook(_with_cells(course_root, tmp_path, "exit.ipynb", {"5.3": KILLS_KERNEL}), course_root)
-    assert _scores(report) == {"5.1": 2, "5.2": 2, "5.3": 0, "5.4": 0}
+    assert scores(report) == {"5.1": 2, "5.2": 2, "5.3": 0, "5.4": 0}
     assert any("kernel died" in p for p in report.problems)
 
 
@@ -133,10 +128,10 @@ def test_missing_and_duplicated_cells_are_reported(course_root, tmp_path):
         ex_cells = [c for c in cells if "exercise" in c["metadata"]]
         cells.remove(ex_cells[3])  # 5.4 missing
         copy = dict(ex_cells[0], metadata={})
-        copy["source"] = HEADER["5.1"] + WRONG_ROUNDS[0]["5.1"]
+        copy["source"] = header("5.1") + WRONG_ROUNDS[0]["5.1"]
         cells.append(copy)  # a second 5.1, found by its header: the first one counts
     report = grade_notebook(_with_cells(course_root, tmp_path, "dup.ipynb", edit=edit), course_root)
-    assert _scores(report) == {**POINTS, "5.4": 0}
+    assert scores(report) == {**POINTS, "5.4": 0}
     assert any("5.4 is missing" in p for p in report.problems) and any("more than once" in p for p in report.problems)
 
 
@@ -162,3 +157,10 @@ def test_command_line_on_a_folder(course_root, tmp_path):
 def test_command_line_usage_errors(tmp_path):
     run = subprocess.run([sys.executable, "-m", "transformer_course.grade", str(tmp_path / "nope.ipynb")], capture_output=True, text=True)
     assert run.returncode == 2 and "no such file or folder" in run.stderr
+
+
+def test_reports_of_same_named_submissions_do_not_overwrite_each_other():
+    from transformer_course.grading.cli import _unique
+
+    assert _unique("05_self_attention", set()) == "05_self_attention"
+    assert _unique("05_self_attention", {"05_self_attention", "05_self_attention-2"}) == "05_self_attention-3"

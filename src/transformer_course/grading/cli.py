@@ -25,6 +25,16 @@ def _slug(path: Path, base: Path | None) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", str(rel.with_suffix("")).replace("/", "__")) or "submission"
 
 
+def _unique(slug: str, taken: set[str]) -> str:
+    """slug, or slug-2, slug-3, ... when two submissions share a name (given as separate paths)."""
+    n = 1
+    candidate = slug
+    while candidate in taken:
+        n += 1
+        candidate = f"{slug}-{n}"
+    return candidate
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="course-grade", description="Grade submitted notebooks of the course.")
     parser.add_argument("submissions", nargs="+", type=Path, help="a notebook (.ipynb) or a folder of notebooks")
@@ -53,9 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     reports: list[tuple[str, Report]] = []
     for path, base in jobs:
         report = grade_notebook(path, root, cell_timeout=args.cell_timeout, timeout=args.timeout)
-        slug = _slug(path, base)
-        taken = {s for s, _ in reports}
-        slug = next(f"{slug}-{n}" if n else slug for n in range(len(taken) + 1) if (f"{slug}-{n}" if n else slug) not in taken)
+        slug = _unique(_slug(path, base), {s for s, _ in reports})
         folder = args.out / slug
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "results.json").write_text(json.dumps(report.gradescope(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

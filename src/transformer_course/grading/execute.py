@@ -30,7 +30,9 @@ def execute_in_place(path: Path, timeout: int = 600) -> None:
     from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
+    # No timing metadata: it would change the stored notebook on every run without changing its content.
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
+                            resources={"metadata": {"path": str(path.parent)}})
     client.execute()
     nbformat.write(nb, path)
 
@@ -62,13 +64,13 @@ def run_for_grading(notebook: Path, results: Path, cell_timeout: int) -> int:
                 outputs: list[dict] = []
 
                 def hook(msg: dict, outputs: list = outputs) -> None:
-                    output = _output(msg) if keep else None
+                    output = _output(msg) if keep or msg["msg_type"] == "error" else None
                     if output is not None and len(outputs) < 100:
                         outputs.append(output)
 
                 source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
                 status = _run_cell(km, kc, source, hook, cell_timeout)
-                if keep:
+                if keep or status != "ok":  # a given cell that fails is worth reporting too
                     out.write(json.dumps({"event": "cell", "cell": index, "outputs": outputs, "status": status}) + "\n")
                     out.flush()
                 if status in ("died", "hung"):

@@ -113,15 +113,14 @@ def _grade_into(report: Report, path: Path, root: Path, cell_timeout: int, timeo
     pristine = json.loads(pristine_path.read_text(encoding="utf-8"))
     nonce = secrets.token_hex(16)
     merged, refused = merge(pristine, extracted, nonce)
-    outputs, run_problem = _run(merged, nonce, cell_timeout, timeout)
-    if run_problem:
-        report.problems.append(run_problem)
+    outputs, run_problems = _run(merged, nonce, cell_timeout, timeout)
+    report.problems += run_problems
     for ex in registry.chapter_exercises(extracted.chapter):
         report.tests.append(_score(ex, extracted, refused, outputs))
 
 
-def _run(merged: dict, nonce: str, cell_timeout: int, timeout: int) -> tuple[dict[str, dict], str | None]:
-    """Execute the merged notebook; return per exercise {'probe': payload, 'errors': [...]} and a problem."""
+def _run(merged: dict, nonce: str, cell_timeout: int, timeout: int) -> tuple[dict[str, dict], list[str]]:
+    """Execute the merged notebook; return per exercise {'probe': payload, 'errors': [...]}, and problems."""
     index_of = {}
     for i, cell in enumerate(merged["cells"]):
         meta = cell.get("metadata", {})
@@ -148,6 +147,7 @@ def _run(merged: dict, nonce: str, cell_timeout: int, timeout: int) -> tuple[dic
             proc.communicate()
             problem = f"the notebook did not finish within the total time limit of {timeout} s; exercises after that point got no points"
         found: dict[str, dict] = {}
+        given_problems: list[str] = []
         for line in results.read_text(encoding="utf-8").splitlines() if results.exists() else []:
             event = json.loads(line)
             if event.get("event") == "kernel-died":
@@ -158,6 +158,11 @@ def _run(merged: dict, nonce: str, cell_timeout: int, timeout: int) -> tuple[dic
                 continue
             kind, ex_id = index_of.get(event.get("cell"), (None, None))
             if kind is None:
+                given = [o for o in event.get("outputs", []) if o.get("output_type") == "error"]
+                what = f"raised {given[0].get('ename')}: {str(given[0].get('evalue'))[:200]}" if given else "ran out of time"
+                cell = merged["cells"][event["cell"]] if isinstance(event.get("cell"), int) and 0 <= event["cell"] < len(merged["cells"]) else {}
+                first = str(cell.get("source", "")).strip().split("\n")[0][:60]
+                given_problems.append(f"the course's cell `{first}` {what}; an exercise before it may return something unexpected")
                 continue
             entry = found.setdefault(ex_id, {"probe": None, "errors": []})
             if kind == "cell" and event.get("status") == "timeout":
@@ -168,7 +173,8 @@ def _run(merged: dict, nonce: str, cell_timeout: int, timeout: int) -> tuple[dic
                 payload = out.get("data", {}).get(MIME) if kind == "probe" else None
                 if isinstance(payload, dict) and payload.get("nonce") == nonce and payload.get("exercise") == ex_id:
                     entry["probe"] = payload  # the last one wins: the probe publishes after the student's code ran
-    return found, problem
+    problems = ([problem] if problem else []) + given_problems[:3]
+    return found, problems
 
 
 def _score(ex: Exercise, extracted, refused: dict[str, str], outputs: dict[str, dict]) -> TestResult:

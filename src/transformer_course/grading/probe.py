@@ -67,7 +67,7 @@ def reference_use(ex: registry.Exercise, obj: Any, namespace: dict) -> str | Non
     The names of the chapter's earlier exercises are allowed: building on them is the point, and when
     one of them failed its check the notebook bound it to the reference.
     """
-    allowed = {e.name for e in registry.chapter_exercises(ex.chapter) if registry._sort_key(e.id) < registry._sort_key(ex.id)}
+    allowed = {e.name for e in registry.chapter_exercises(ex.chapter) if registry.sort_key(e.id) < registry.sort_key(ex.id)}
     codes, captured = _code_objects(obj)
     for code in codes:
         for name in code.co_names:

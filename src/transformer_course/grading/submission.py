@@ -13,6 +13,7 @@ from .cells import exercise_id
 from .execute import PROBE_TAG
 from .probe import probe_source
 
+SKIP_TAG = "skip-in-grading"  # cells the grader leaves out, to keep grading fast
 MAX_BYTES = 20 * 1024 * 1024  # a chapter notebook with its figures is well under this
 
 
@@ -148,6 +149,8 @@ def merge(pristine: dict, extracted: Extracted, nonce: str) -> tuple[dict, dict[
     refused: dict[str, str] = {}
     cells = []
     for cell in pristine["cells"]:
+        if SKIP_TAG in cell.get("metadata", {}).get("tags", []):
+            continue  # a demonstration (a figure, a training run) that no exercise needs
         cell = {**cell, "source": _source_text(cell) or ""}
         ex_id = exercise_id(cell)
         if ex_id is None:

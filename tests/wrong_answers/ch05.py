@@ -1,11 +1,7 @@
-"""Submissions for the grader tests: plausible wrong answers and hostile cells, as exercise-cell code."""
+"""Chapter 5 submissions for the grader tests: plausible wrong answers and hostile cells, as exercise-cell code.
 
-HEADER = {
-    "5.1": "# EXERCISE 5.1 (2 points): attention scores\n",
-    "5.2": "# EXERCISE 5.2 (2 points): the causal mask\n",
-    "5.3": "# EXERCISE 5.3 (3 points): scaled dot-product attention with a mask\n",
-    "5.4": "# EXERCISE 5.4 (3 points): a self-attention layer\n",
-}
+Each chapter has a module like this one; test_grader.py finds WRONG_ROUNDS in every one of them.
+"""
 
 _INIT = """class SelfAttention(nn.Module):
     def __init__(self, d_model, d_k, d_v=None):
