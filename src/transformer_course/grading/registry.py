@@ -75,7 +75,14 @@ class Exercise:
 
     def cases(self, seed: int) -> list[Case]:
         generator = torch.Generator().manual_seed(seed + int(self.id.replace(".", "")))
-        return self.make_cases(generator)
+        # The grader and the grading kernel must draw the same cases even when a notebook changed the
+        # default dtype (chapter 5 computes in float64): generate under PyTorch's own default.
+        previous = torch.get_default_dtype()
+        torch.set_default_dtype(torch.float32)
+        try:
+            return self.make_cases(generator)
+        finally:
+            torch.set_default_dtype(previous)
 
 
 _REGISTRY: dict[str, Exercise] = {}
