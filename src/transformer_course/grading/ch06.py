@@ -1,0 +1,274 @@
+"""Chapter 6 exercises: splitting and merging heads, and the forward pass of multi-head attention."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .. import attention as attn
+from .. import multihead as ref
+from .registry import Case, Exercise, Mistake, register
+
+NOTEBOOK = "06_multihead_attention.ipynb"
+
+# The exercises build these; using PyTorch's own would skip the point of the exercise.
+BUILTIN_ATTENTION = (
+    "scaled_dot_product_attention",
+    "_scaled_dot_product_attention",
+    "MultiheadAttention",
+    "multi_head_attention_forward",
+)
+
+
+def _randn(g: torch.Generator, *shape: int) -> torch.Tensor:
+    return torch.randn(*shape, generator=g, dtype=torch.float64)
+
+
+# 6.1 split_heads ---------------------------------------------------------------------------
+
+
+def _split_cases(g: torch.Generator) -> list[Case]:
+    return [
+        Case("B = 2, T = 3, d_model = 8, 2 heads", (_randn(g, 2, 3, 8), 2)),
+        Case("B = 1, T = 5, d_model = 12, 3 heads", (_randn(g, 1, 5, 12), 3)),
+        Case("B = 3, T = 4, d_model = 6, 6 heads of d_k = 1", (_randn(g, 3, 4, 6), 6)),
+        Case("B = 2, T = 7, d_model = 16, 1 head", (_randn(g, 2, 7, 16), 1)),
+    ]
+
+
+def _split_wrong_axis(x, n_heads):
+    b, t, d = x.shape
+    return x.reshape(b, n_heads, t, d // n_heads)
+
+
+def _split_interleaved(x, n_heads):
+    b, t, d = x.shape
+    return x.reshape(b, t, d // n_heads, n_heads).permute(0, 3, 1, 2)
+
+
+def _split_no_transpose(x, n_heads):
+    b, t, d = x.shape
+    return x.reshape(b, t, n_heads, d // n_heads)
+
+
+# 6.2 merge_heads ---------------------------------------------------------------------------
+
+
+def _merge_cases(g: torch.Generator) -> list[Case]:
+    return [
+        Case("B = 2, 2 heads, T = 3, d_k = 4", (_randn(g, 2, 2, 3, 4),)),
+        Case("B = 1, 3 heads, T = 5, d_k = 4", (_randn(g, 1, 3, 5, 4),)),
+        Case("B = 3, 4 heads, T = 2, d_k = 1", (_randn(g, 3, 4, 2, 1),)),
+        Case("B = 2, 1 head, T = 6, d_k = 8", (_randn(g, 2, 1, 6, 8),)),
+    ]
+
+
+def _merge_no_transpose(x):
+    b, h, t, d_k = x.shape
+    return x.reshape(b, t, h * d_k)
+
+
+def _merge_interleaved(x):
+    b, h, t, d_k = x.shape
+    return x.permute(0, 2, 3, 1).reshape(b, t, d_k * h)
+
+
+def _merge_summed(x):
+    return x.sum(dim=1)
+
+
+def _merge_averaged(x):
+    return x.mean(dim=1)
+
+
+# 6.3 the multi-head forward pass -----------------------------------------------------------
+
+
+def _mha_state(g: torch.Generator, d_model: int, bias: bool = True) -> dict:
+    scale = 1 / math.sqrt(d_model)
+    state = {}
+    for name in ("w_q", "w_k", "w_v", "w_o"):
+        state[f"{name}.weight"] = _randn(g, d_model, d_model) * scale
+        if bias:
+            state[f"{name}.bias"] = _randn(g, d_model) * 0.1
+    return state
+
+
+def _mha_cases(g: torch.Generator) -> list[Case]:
+    cases = []
+    x = _randn(g, 2, 4, 8)
+    cases.append(Case("self-attention, no mask, B = 2, T = 4, d_model = 8, 2 heads", (x, x, x),
+                      init={"d_model": 8, "n_heads": 2}, state=_mha_state(g, 8)))
+    x = _randn(g, 2, 5, 12)
+    cases.append(Case("self-attention with a causal mask (5, 5), d_model = 12, 3 heads", (x, x, x), {"mask": attn.causal_mask(5)},
+                      init={"d_model": 12, "n_heads": 3}, state=_mha_state(g, 12)))
+    query, memory = _randn(g, 3, 2, 8), _randn(g, 3, 6, 8)
+    cases.append(Case("cross-attention, no mask, B = 3, T_q = 2, T_k = 6, 2 heads", (query, memory, memory),
+                      init={"d_model": 8, "n_heads": 2}, state=_mha_state(g, 8)))
+    query, memory = _randn(g, 2, 3, 8), _randn(g, 2, 5, 8)
+    cases.append(Case("cross-attention, T_q = 3, T_k = 5, padding mask (B, 1, T_k) for lengths 3 and 5, 2 heads",
+                      (query, memory, memory), {"mask": attn.padding_mask(torch.tensor([3, 5]), 5)},
+                      init={"d_model": 8, "n_heads": 2}, state=_mha_state(g, 8)))
+    lengths = torch.randint(1, 7, (3,), generator=g)
+    lengths[0] = 6
+    mask = attn.padding_mask(lengths, 6) & (torch.rand(3, 4, 6, generator=g, dtype=torch.float64) > 0.3)  # (B, T_q, T_k)
+    mask[:, :, 0] = True  # every query sees at least one key
+    cases.append(Case("no biases, B = 3, 4 heads, keys and values differ, mask (B, T_q, T_k)",
+                      (_randn(g, 3, 4, 8), _randn(g, 3, 6, 8), _randn(g, 3, 6, 8)), {"mask": mask},
+                      init={"d_model": 8, "n_heads": 4, "bias": False}, state=_mha_state(g, 8, bias=False)))
+    return cases
+
+
+def _attend(q, k, v, mask, scale):
+    scores = q @ k.transpose(-2, -1) / scale
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+class _MHANoOutputProjection(ref.MultiHeadAttention):
+    def forward(self, query, key, value, mask=None):
+        h = self.n_heads
+        q, k, v = ref.split_heads(self.w_q(query), h), ref.split_heads(self.w_k(key), h), ref.split_heads(self.w_v(value), h)
+        out, weights = attn.scaled_dot_product_attention(q, k, v, ref._head_mask(mask))
+        return ref.merge_heads(out), weights
+
+
+class _MHAWrongAxisSplit(ref.MultiHeadAttention):
+    def forward(self, query, key, value, mask=None):
+        q, k, v = (_split_wrong_axis(f(x), self.n_heads) for f, x in ((self.w_q, query), (self.w_k, key), (self.w_v, value)))
+        out, weights = attn.scaled_dot_product_attention(q, k, v, ref._head_mask(mask))
+        return self.w_o(ref.merge_heads(out)), weights
+
+
+class _MHAScaledByDModel(ref.MultiHeadAttention):
+    def forward(self, query, key, value, mask=None):
+        h = self.n_heads
+        q, k, v = ref.split_heads(self.w_q(query), h), ref.split_heads(self.w_k(key), h), ref.split_heads(self.w_v(value), h)
+        out, weights = _attend(q, k, v, ref._head_mask(mask), math.sqrt(self.d_model))
+        return self.w_o(ref.merge_heads(out)), weights
+
+
+class _MHAUnscaled(ref.MultiHeadAttention):
+    def forward(self, query, key, value, mask=None):
+        h = self.n_heads
+        q, k, v = ref.split_heads(self.w_q(query), h), ref.split_heads(self.w_k(key), h), ref.split_heads(self.w_v(value), h)
+        out, weights = _attend(q, k, v, ref._head_mask(mask), 1.0)
+        return self.w_o(ref.merge_heads(out)), weights
+
+
+class _MHAMaskWithoutHeadAxis(ref.MultiHeadAttention):
+    def forward(self, query, key, value, mask=None):
+        h = self.n_heads
+        q, k, v = ref.split_heads(self.w_q(query), h), ref.split_heads(self.w_k(key), h), ref.split_heads(self.w_v(value), h)
+        out, weights = attn.scaled_dot_product_attention(q, k, v, mask)
+        return self.w_o(ref.merge_heads(out)), weights
+
+
+class _MHAQueryEverywhere(ref.MultiHeadAttention):
+    def forward(self, query, key, value, mask=None):
+        return super().forward(query, query, query, mask)
+
+
+class _MHAKeyValueSwapped(ref.MultiHeadAttention):
+    def forward(self, query, key, value, mask=None):
+        h = self.n_heads
+        q, k, v = ref.split_heads(self.w_q(query), h), ref.split_heads(self.w_k(value), h), ref.split_heads(self.w_v(key), h)
+        out, weights = attn.scaled_dot_product_attention(q, k, v, ref._head_mask(mask))
+        return self.w_o(ref.merge_heads(out)), weights
+
+
+class _MHAAveragedWeights(ref.MultiHeadAttention):
+    def forward(self, query, key, value, mask=None):
+        out, weights = super().forward(query, key, value, mask)
+        return out, weights.mean(dim=1)
+
+
+register(
+    Exercise(
+        id="6.1",
+        title="splitting into heads",
+        points=2,
+        name="split_heads",
+        kind="function",
+        reference=ref.split_heads,
+        make_cases=_split_cases,
+        mistakes=(
+            Mistake(
+                "the heads are split along the wrong axis: reshaping (B, T, d_model) straight to (B, h, T, d_k) mixes "
+                "positions into the heads. Split the last axis, x.reshape(B, T, h, d_k), then swap T and h with "
+                ".transpose(1, 2).",
+                _split_wrong_axis,
+            ),
+            Mistake(
+                "head i should get the contiguous block of features i*d_k to (i+1)*d_k - 1; yours takes every h-th "
+                "feature. Reshape the last axis to (h, d_k), not (d_k, h).",
+                _split_interleaved,
+            ),
+            Mistake("the head axis must come before the time axis: (B, h, T, d_k). Add .transpose(1, 2).", _split_no_transpose),
+        ),
+    ),
+    Exercise(
+        id="6.2",
+        title="merging the heads",
+        points=2,
+        name="merge_heads",
+        kind="function",
+        reference=ref.merge_heads,
+        make_cases=_merge_cases,
+        mistakes=(
+            Mistake(
+                "the heads are merged along the wrong axis: reshaping (B, h, T, d_k) straight to (B, T, h * d_k) mixes "
+                "positions and heads. First .transpose(1, 2) back to (B, T, h, d_k), then reshape.",
+                _merge_no_transpose,
+            ),
+            Mistake(
+                "put the heads side by side: head 0's d_k features first, then head 1's, and so on; yours interleaves them.",
+                _merge_interleaved,
+            ),
+            Mistake("the heads are summed: concatenate them instead, to (B, T, h * d_k).", _merge_summed),
+            Mistake("the heads are averaged: concatenate them instead, to (B, T, h * d_k).", _merge_averaged),
+        ),
+    ),
+    Exercise(
+        id="6.3",
+        title="the multi-head attention forward pass",
+        points=4,
+        name="MultiHeadAttention",
+        kind="module",
+        reference=ref.MultiHeadAttention,
+        make_cases=_mha_cases,
+        mistakes=(
+            Mistake("the concatenated heads are not projected by W_O: return self.w_o(merge_heads(...)).", _MHANoOutputProjection),
+            Mistake(
+                "the heads are split along the wrong axis: use your split_heads, which splits the feature axis, "
+                "not a plain reshape to (B, h, T, d_k).",
+                _MHAWrongAxisSplit,
+            ),
+            Mistake(
+                "the scores are divided by sqrt(d_model); each head's queries and keys have d_k = d_model / h entries, "
+                "so divide by sqrt(d_k).",
+                _MHAScaledByDModel,
+            ),
+            Mistake("the scores are not divided by sqrt(d_k).", _MHAUnscaled),
+            Mistake(
+                "a 3-D mask (B, T_q, T_k) or (B, 1, T_k) has no head axis, so against the scores (B, h, T_q, T_k) its batch "
+                "axis lines up with the heads. Give it one first: mask.unsqueeze(1).",
+                _MHAMaskWithoutHeadAxis,
+            ),
+            Mistake(
+                "the keys and values come from the query: project key with w_k and value with w_v, or cross-attention "
+                "cannot work.",
+                _MHAQueryEverywhere,
+            ),
+            Mistake("keys and values are swapped: keys are w_k(key), values are w_v(value).", _MHAKeyValueSwapped),
+            Mistake(
+                "the weights are averaged over the heads; return every head's weights, of shape (B, h, T_q, T_k).",
+                _MHAAveragedWeights,
+            ),
+        ),
+        forbidden=BUILTIN_ATTENTION,
+    ),
+)
