@@ -1,0 +1,124 @@
+"""Additive (Bahdanau) attention and the attention decoder (chapter 4).
+
+At every decoder step the previous decoder state s scores every encoder state h_j with
+
+    e_j = v^T tanh(W s + U h_j),
+
+a softmax turns the scores into weights alpha_j that sum to one (padding gets weight 0), and the
+context c = sum_j alpha_j h_j is fed to the decoder together with the previous token
+{cite}`bahdanau2015neural`. Luong's multiplicative score e_j = s^T W h_j is included for comparison.
+
+Shapes: B batch, T source length, H_dec decoder state size, H_enc encoder state size, A attention size.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from .seq2seq import Encoder, shift_right
+
+__all__ = [
+    "AttentionDecoderStep",
+    "AttentionSeq2Seq",
+    "additive_score",
+    "attention_context",
+    "multiplicative_score",
+]
+
+
+def additive_score(s: Tensor, h: Tensor, W: Tensor, U: Tensor, v: Tensor) -> Tensor:
+    """e[b, j] = v . tanh(W s[b] + U h[b, j]).
+
+    s (B, H_dec), h (B, T, H_enc), W (A, H_dec), U (A, H_enc), v (A,) -> scores (B, T)
+    """
+    query = s @ W.T  # (B, A)
+    keys = h @ U.T  # (B, T, A)
+    return torch.tanh(query[:, None, :] + keys) @ v  # (B, T)
+
+
+def multiplicative_score(s: Tensor, h: Tensor, W: Tensor) -> Tensor:
+    """Luong's 'general' score e[b, j] = s[b]^T W h[b, j]. s (B, H_dec), h (B, T, H_enc), W (H_dec, H_enc) -> (B, T)."""
+    return ((h @ W.T) @ s[:, :, None]).squeeze(-1)
+
+
+def attention_context(scores: Tensor, h: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """Attention weights over the source positions and the context vector.
+
+    scores (B, T), h (B, T, H_enc), mask (B, T) bool, True at real tokens
+    -> context (B, H_enc) = sum_j weights[:, j] h[:, j], weights (B, T) summing to one over j.
+    """
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))  # padding gets exactly zero weight
+    weights = torch.softmax(scores, dim=-1)  # over the source positions, not the batch
+    context = (weights[:, :, None] * h).sum(dim=1)  # (B, H_enc)
+    return context, weights
+
+
+class AttentionDecoderStep(nn.Module):
+    """One decoder step with additive attention.
+
+    y_prev (B,) ids, s (B, H) previous state, h (B, T, H_enc) encoder states, mask (B, T)
+    -> logits (B, V), s_new (B, H), weights (B, T)
+
+    The previous state s queries the encoder states; the context and the embedded previous token
+    go into the GRU cell; the output layer sees the new state and the context.
+    """
+
+    def __init__(self, vocab_size: int, d_emb: int, d_hidden: int, d_enc: int, d_att: int) -> None:
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, d_emb)
+        self.W = nn.Linear(d_hidden, d_att, bias=False)
+        self.U = nn.Linear(d_enc, d_att, bias=False)
+        self.v = nn.Linear(d_att, 1, bias=False)
+        self.cell = nn.GRUCell(d_emb + d_enc, d_hidden)
+        self.out = nn.Linear(d_hidden + d_enc, vocab_size)
+
+    def forward(self, y_prev: Tensor, s: Tensor, h: Tensor, mask: Tensor | None = None,
+                keys: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
+        """``keys`` = self.U(h) may be passed in precomputed: it does not change from step to step."""
+        if keys is None:
+            scores = additive_score(s, h, self.W.weight, self.U.weight, self.v.weight[0])  # (B, T)
+        else:
+            scores = (torch.tanh(self.W(s)[:, None, :] + keys) @ self.v.weight[0])  # the same, faster
+        context, weights = attention_context(scores, h, mask)  # (B, H_enc), (B, T)
+        s_new = self.cell(torch.cat([self.embedding(y_prev), context], dim=-1), s)  # (B, H)
+        logits = self.out(torch.cat([s_new, context], dim=-1))  # (B, V)
+        return logits, s_new, weights
+
+
+class AttentionSeq2Seq(nn.Module):
+    """The encoder of chapter 3 with an attention decoder: every encoder state stays available at every step."""
+
+    def __init__(self, src_vocab: int, tgt_vocab: int, d_emb: int = 32, d_hidden: int = 128, d_att: int = 64,
+                 bos_id: int = 1) -> None:
+        super().__init__()
+        self.encoder = Encoder(src_vocab, d_emb, d_hidden)
+        self.decoder = AttentionDecoderStep(tgt_vocab, d_emb, d_hidden, d_hidden, d_att)
+        self.bos_id = bos_id
+
+    def forward(self, src: Tensor, src_mask: Tensor, tgt: Tensor) -> tuple[Tensor, Tensor]:
+        """Teacher-forced logits (B, T_y, V) and attention weights (B, T_y, T_x)."""
+        h, s = self.encoder(src, src_mask)
+        keys = self.decoder.U(h)  # (B, T_x, A), computed once
+        inputs = shift_right(tgt, self.bos_id)
+        logits, weights = [], []
+        for t in range(tgt.shape[1]):
+            step_logits, s, w = self.decoder(inputs[:, t], s, h, src_mask, keys)
+            logits.append(step_logits)
+            weights.append(w)
+        return torch.stack(logits, dim=1), torch.stack(weights, dim=1)
+
+    @torch.no_grad()
+    def generate(self, src: Tensor, src_mask: Tensor, max_len: int) -> tuple[Tensor, Tensor]:
+        """Greedy tokens (B, max_len) and the attention weights (B, max_len, T_x) of every step."""
+        h, s = self.encoder(src, src_mask)
+        keys = self.decoder.U(h)
+        y = torch.full((src.shape[0],), self.bos_id, dtype=torch.long, device=src.device)
+        tokens, weights = [], []
+        for _ in range(max_len):
+            logits, s, w = self.decoder(y, s, h, src_mask, keys)
+            y = logits.argmax(dim=-1)
+            tokens.append(y)
+            weights.append(w)
+        return torch.stack(tokens, dim=1), torch.stack(weights, dim=1)

@@ -1,0 +1,89 @@
+"""Padding, masks and batches of similar lengths.
+
+Masks follow the course convention: boolean, ``True`` at a real token, ``False`` at padding.
+A target sequence ``y`` becomes ``y + <eos>``; the decoder's inputs (``<bos>`` followed by the target
+shifted right by one) are made by the models themselves (teacher forcing, chapter 3).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+__all__ = ["Batch", "length_batches", "make_batch", "make_batches", "pad_sequences"]
+
+
+def pad_sequences(seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[Tensor, Tensor]:
+    """(ids (B, T) int64, mask (B, T) bool) for sequences padded on the right to the longest one."""
+    if not seqs:
+        raise ValueError("cannot pad an empty list of sequences")
+    t = max(len(s) for s in seqs)
+    if t == 0:
+        raise ValueError("every sequence is empty")
+    ids = torch.full((len(seqs), t), pad_id, dtype=torch.long)
+    mask = torch.zeros(len(seqs), t, dtype=torch.bool)
+    for i, s in enumerate(seqs):
+        ids[i, : len(s)] = torch.as_tensor(list(s), dtype=torch.long)
+        mask[i, : len(s)] = True
+    return ids, mask
+
+
+@dataclass
+class Batch:
+    """src (B, T_x), src_mask (B, T_x), tgt (B, T_y) = target + <eos>, tgt_mask (B, T_y); True = real token."""
+
+    src: Tensor
+    src_mask: Tensor
+    tgt: Tensor
+    tgt_mask: Tensor
+
+    def __len__(self) -> int:
+        return self.src.shape[0]
+
+    def to(self, device) -> "Batch":
+        return Batch(*(t.to(device) for t in (self.src, self.src_mask, self.tgt, self.tgt_mask)))
+
+
+def make_batch(src_seqs: Sequence[Sequence[int]], tgt_seqs: Sequence[Sequence[int]], pad_id: int, eos_id: int) -> Batch:
+    if len(src_seqs) != len(tgt_seqs):
+        raise ValueError(f"{len(src_seqs)} sources but {len(tgt_seqs)} targets")
+    src, src_mask = pad_sequences(src_seqs, pad_id)
+    tgt, tgt_mask = pad_sequences([list(t) + [eos_id] for t in tgt_seqs], pad_id)
+    return Batch(src, src_mask, tgt, tgt_mask)
+
+
+def length_batches(lengths: Sequence[int], batch_size: int, shuffle: bool = True, seed: int = 0) -> list[list[int]]:
+    """Indices grouped into batches of similar length, so that little of each batch is padding.
+
+    The indices are sorted by length (ties broken at random when shuffling), cut into batches of
+    ``batch_size``, and the order of the batches is shuffled.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be positive, got {batch_size}")
+    rng = random.Random(seed)
+    order = list(range(len(lengths)))
+    if shuffle:
+        rng.shuffle(order)
+    order.sort(key=lambda i: lengths[i])  # stable: equal lengths keep their shuffled order
+    groups = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+    if shuffle:
+        rng.shuffle(groups)
+    return groups
+
+
+def make_batches(
+    src_seqs: Sequence[Sequence[int]],
+    tgt_seqs: Sequence[Sequence[int]],
+    batch_size: int,
+    pad_id: int,
+    eos_id: int,
+    shuffle: bool = True,
+    seed: int = 0,
+) -> list[Batch]:
+    """Padded batches of pairs of similar source length."""
+    groups = length_batches([len(s) for s in src_seqs], batch_size, shuffle, seed)
+    return [make_batch([src_seqs[i] for i in g], [tgt_seqs[i] for i in g], pad_id, eos_id) for g in groups]

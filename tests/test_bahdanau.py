@@ -1,0 +1,60 @@
+import torch
+
+from transformer_course import bahdanau
+from transformer_course.data import make_batch
+
+
+def _mask(lengths, t):
+    return torch.arange(t)[None, :] < torch.tensor(lengths)[:, None]
+
+
+def test_additive_score_matches_the_formula_entry_by_entry():
+    g = torch.Generator().manual_seed(0)
+    s, h = torch.randn(2, 3, generator=g, dtype=torch.float64), torch.randn(2, 4, 5, generator=g, dtype=torch.float64)
+    W, U, v = (torch.randn(*shape, generator=g, dtype=torch.float64) for shape in ((6, 3), (6, 5), (6,)))
+    scores = bahdanau.additive_score(s, h, W, U, v)
+    for b in range(2):
+        for j in range(4):
+            assert torch.isclose(scores[b, j], v @ torch.tanh(W @ s[b] + U @ h[b, j]))
+
+
+def test_weights_sum_to_one_and_ignore_padding():
+    scores, h = torch.randn(3, 5, dtype=torch.float64), torch.randn(3, 5, 4, dtype=torch.float64)
+    mask = _mask([5, 2, 1], 5)
+    context, weights = bahdanau.attention_context(scores, h, mask)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(3, dtype=torch.float64))
+    assert (weights[~mask] == 0).all()
+    torch.testing.assert_close(context[2], h[2, 0])  # a single real token gets all the weight
+    h2 = h.clone()
+    h2[~mask] = 1e6  # what is hidden cannot change the context
+    torch.testing.assert_close(bahdanau.attention_context(scores, h2, mask)[0], context)
+
+
+def test_multiplicative_score():
+    s, h, W = torch.randn(2, 3), torch.randn(2, 4, 5), torch.randn(3, 5)
+    torch.testing.assert_close(bahdanau.multiplicative_score(s, h, W), torch.einsum("bi,ij,btj->bt", s, W, h))
+
+
+def test_precomputed_keys_give_the_same_step():
+    torch.manual_seed(0)
+    step = bahdanau.AttentionDecoderStep(7, 3, 4, 5, 6).double()
+    y, s, h = torch.tensor([3, 4]), torch.randn(2, 4, dtype=torch.float64), torch.randn(2, 6, 5, dtype=torch.float64)
+    mask = _mask([6, 2], 6)
+    plain = step(y, s, h, mask)
+    fast = step(y, s, h, mask, step.U(h))
+    for a, b in zip(plain, fast):
+        torch.testing.assert_close(a, b, atol=1e-12, rtol=0)
+
+
+def test_model_is_unchanged_by_padding_and_its_weights_are_distributions():
+    torch.manual_seed(0)
+    model = bahdanau.AttentionSeq2Seq(12, 8, 4, 6, 5).double()
+    short = make_batch([[4, 5, 6]], [[3, 4]], 0, 2)
+    padded = make_batch([[4, 5, 6], [4, 5, 6, 7, 8, 9]], [[3, 4], [3, 4]], 0, 2)
+    logits, weights = model(padded.src, padded.src_mask, padded.tgt)
+    logits_short, weights_short = model(short.src, short.src_mask, short.tgt)
+    torch.testing.assert_close(logits[:1], logits_short, atol=1e-12, rtol=0)
+    torch.testing.assert_close(weights[:1, :, :3], weights_short, atol=1e-12, rtol=0)
+    assert weights.shape == (2, 3, 6) and (weights[0, :, 3:] == 0).all()
+    tokens, gen_weights = model.generate(padded.src, padded.src_mask, 4)
+    assert tokens.shape == (2, 4) and gen_weights.shape == (2, 4, 6)

