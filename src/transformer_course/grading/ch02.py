@@ -1,0 +1,328 @@
+"""Chapter 2 exercises: the LSTM's gates, one step of the LSTM cell, an LSTM layer over a sequence, a stacked LSTM."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .. import lstm as ref
+from .registry import Case, Exercise, Mistake, register
+
+NOTEBOOK = "02_lstm.ipynb"
+
+# The exercises build these; PyTorch's own LSTM would skip the point.
+BUILTIN_LSTM = ("LSTM", "LSTMCell", "lstm", "lstm_cell", "_VF")
+
+
+def _randn(g: torch.Generator, *shape: int, scale: float = 1.0) -> torch.Tensor:
+    return torch.randn(*shape, generator=g, dtype=torch.float64) * scale
+
+
+def _weights(g: torch.Generator, d: int, h: int) -> tuple[torch.Tensor, ...]:
+    """(w_ih, w_hh, b_ih, b_hh) for an LSTM: four blocks of rows, a little larger than PyTorch's initialisation."""
+    s = 1.5 / math.sqrt(h)
+    return _randn(g, 4 * h, d, scale=s), _randn(g, 4 * h, h, scale=s), _randn(g, 4 * h, scale=s), _randn(g, 4 * h, scale=s)
+
+
+def _state(g: torch.Generator, b: int, h: int, c_scale: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+    return _randn(g, b, h).tanh() * 0.9, _randn(g, b, h, scale=c_scale)
+
+
+def _affine(x_t, h, w_ih, w_hh, b_ih, b_hh):
+    return x_t @ w_ih.T + b_ih + h @ w_hh.T + b_hh
+
+
+# 2.1 the gates --------------------------------------------------------------------------------
+
+
+def _gate_cases(g: torch.Generator) -> list[Case]:
+    return [
+        Case("B = 1, D = H = 2", (_randn(g, 1, 2), _randn(g, 1, 2).tanh(), *_weights(g, 2, 2))),
+        Case("B = 3, D = 4, H = 3", (_randn(g, 3, 4), _randn(g, 3, 3).tanh(), *_weights(g, 4, 3))),
+        Case("B = 2, D = 5, H = 4, large inputs", (_randn(g, 2, 5, scale=3.0), _randn(g, 2, 4).tanh(), *_weights(g, 5, 4))),
+    ]
+
+
+def _gates_if_swapped(x_t, h, w_ih, w_hh, b_ih, b_hh):
+    i, f, g, o = ref.lstm_gates(x_t, h, w_ih, w_hh, b_ih, b_hh)
+    return f, i, g, o
+
+
+def _gates_all_tanh(x_t, h, w_ih, w_hh, b_ih, b_hh):
+    return tuple(torch.tanh(z) for z in _affine(x_t, h, w_ih, w_hh, b_ih, b_hh).chunk(4, dim=-1))
+
+
+def _gates_all_sigmoid(x_t, h, w_ih, w_hh, b_ih, b_hh):
+    return tuple(torch.sigmoid(z) for z in _affine(x_t, h, w_ih, w_hh, b_ih, b_hh).chunk(4, dim=-1))
+
+
+def _gates_ifog(x_t, h, w_ih, w_hh, b_ih, b_hh):
+    z_i, z_f, z_o, z_g = _affine(x_t, h, w_ih, w_hh, b_ih, b_hh).chunk(4, dim=-1)
+    return torch.sigmoid(z_i), torch.sigmoid(z_f), torch.tanh(z_g), torch.sigmoid(z_o)
+
+
+def _gates_g_o_swapped(x_t, h, w_ih, w_hh, b_ih, b_hh):
+    z_i, z_f, z_g, z_o = _affine(x_t, h, w_ih, w_hh, b_ih, b_hh).chunk(4, dim=-1)
+    return torch.sigmoid(z_i), torch.sigmoid(z_f), torch.sigmoid(z_o), torch.tanh(z_g)
+
+
+def _gates_one_bias(x_t, h, w_ih, w_hh, b_ih, b_hh):
+    return ref.lstm_gates(x_t, h, w_ih, w_hh, b_ih, None)
+
+
+# 2.2 one LSTM step ----------------------------------------------------------------------------
+
+
+def _cell_cases(g: torch.Generator) -> list[Case]:
+    return [
+        Case("B = 1, D = 2, H = 3", (_randn(g, 1, 2), _state(g, 1, 3), *_weights(g, 2, 3))),
+        Case("B = 3, D = 4, H = 3", (_randn(g, 3, 4), _state(g, 3, 3), *_weights(g, 4, 3))),
+        Case("B = 2, D = 3, H = 4, a large cell state", (_randn(g, 2, 3), _state(g, 2, 4, c_scale=4.0), *_weights(g, 3, 4))),
+    ]
+
+
+def _cell_update(x_t, state, weights, update, show):
+    h, c = state
+    i, f, g, o = ref.lstm_gates(x_t, h, *weights)
+    c_new = update(i, f, g, c)
+    return show(o, c_new, c), c_new
+
+
+def _cell_gates_swapped(x_t, state, *w):
+    return _cell_update(x_t, state, w, lambda i, f, g, c: i * c + f * g, lambda o, c, c_old: o * torch.tanh(c))
+
+
+def _cell_no_forgetting(x_t, state, *w):
+    return _cell_update(x_t, state, w, lambda i, f, g, c: c + i * g, lambda o, c, c_old: o * torch.tanh(c))
+
+
+def _cell_no_input_gate(x_t, state, *w):
+    return _cell_update(x_t, state, w, lambda i, f, g, c: f * c + g, lambda o, c, c_old: o * torch.tanh(c))
+
+
+def _cell_no_tanh(x_t, state, *w):
+    return _cell_update(x_t, state, w, lambda i, f, g, c: f * c + i * g, lambda o, c, c_old: o * c)
+
+
+def _cell_tanh_outside(x_t, state, *w):
+    return _cell_update(x_t, state, w, lambda i, f, g, c: f * c + i * g, lambda o, c, c_old: torch.tanh(o * c))
+
+
+def _cell_old_memory_shown(x_t, state, *w):
+    return _cell_update(x_t, state, w, lambda i, f, g, c: f * c + i * g, lambda o, c, c_old: o * torch.tanh(c_old))
+
+
+def _cell_order_swapped(x_t, state, *w):
+    h, c = ref.lstm_cell(x_t, state, *w)
+    return c, h
+
+
+# 2.3 an LSTM layer ----------------------------------------------------------------------------
+
+
+def _layer_cases(g: torch.Generator) -> list[Case]:
+    return [
+        Case("B = 2, T = 5, D = 3, H = 4, no initial state", (_randn(g, 2, 5, 3), None, *_weights(g, 3, 4))),
+        Case("B = 3, T = 4, D = 2, H = 3, with an initial state", (_randn(g, 3, 4, 2), _state(g, 3, 3), *_weights(g, 2, 3))),
+        Case("B = 1, T = 1, D = 2, H = 2, with an initial state", (_randn(g, 1, 1, 2), _state(g, 1, 2), *_weights(g, 2, 2))),
+        Case("B = 2, T = 8, D = 3, H = 4, with an initial state", (_randn(g, 2, 8, 3), _state(g, 2, 4), *_weights(g, 3, 4))),
+    ]
+
+
+def _initial(x, state, w_hh):
+    if state is None:
+        zeros = x.new_zeros(x.shape[0], w_hh.shape[1])
+        return zeros, zeros
+    return state
+
+
+def _layer_loop(x, state, weights, carry_h: bool, carry_c: bool, emit_c: bool = False):
+    h0, c0 = _initial(x, state, weights[1])
+    h, c = h0, c0
+    outputs = []
+    for t in range(x.shape[1]):
+        h_new, c_new = ref.lstm_cell(x[:, t], (h if carry_h else h0, c if carry_c else c0), *weights)
+        h, c = h_new, c_new
+        outputs.append(c if emit_c else h)
+    return torch.stack(outputs, dim=1), (h, c)
+
+
+def _layer_c_not_carried(x, state, *w):
+    return _layer_loop(x, state, w, carry_h=True, carry_c=False)
+
+
+def _layer_h_not_carried(x, state, *w):
+    return _layer_loop(x, state, w, carry_h=False, carry_c=True)
+
+
+def _layer_nothing_carried(x, state, *w):
+    return _layer_loop(x, state, w, carry_h=False, carry_c=False)
+
+
+def _layer_cell_states_out(x, state, *w):
+    return _layer_loop(x, state, w, carry_h=True, carry_c=True, emit_c=True)
+
+
+def _layer_state_ignored(x, state, *w):
+    return ref.lstm_layer(x, None, *w)
+
+
+def _layer_first_state(x, state, *w):
+    h0, c0 = _initial(x, state, w[1])
+    outputs, _ = ref.lstm_layer(x, state, *w)
+    return outputs, ref.lstm_cell(x[:, 0], (h0, c0), *w)
+
+
+# 2.4 a stacked LSTM ---------------------------------------------------------------------------
+
+
+def _stack_state(g: torch.Generator, d: int, h: int, layers: int) -> dict:
+    state = {}
+    for k in range(layers):
+        w_ih, w_hh, b_ih, b_hh = _weights(g, d if k == 0 else h, h)
+        state.update({f"weight_ih_l{k}": w_ih, f"weight_hh_l{k}": w_hh, f"bias_ih_l{k}": b_ih, f"bias_hh_l{k}": b_hh})
+    return state
+
+
+def _stack_cases(g: torch.Generator) -> list[Case]:
+    def case(label, b, t, d, h, layers, with_state):
+        init = {"input_size": d, "hidden_size": h, "num_layers": layers}
+        kwargs = {}
+        if with_state:
+            kwargs = {"state": (_randn(g, layers, b, h).tanh(), _randn(g, layers, b, h))}
+        return Case(label, (_randn(g, b, t, d),), kwargs, init, _stack_state(g, d, h, layers))
+
+    return [
+        case("one layer, B = 2, T = 4, D = 3, H = 4, no initial state", 2, 4, 3, 4, 1, False),
+        case("three layers, B = 2, T = 3, D = H = 4, with an initial state", 2, 3, 4, 4, 3, True),
+        case("two layers, B = 3, T = 5, D = 3, H = 4, with an initial state", 3, 5, 3, 4, 2, True),
+        case("two layers, B = 1, T = 6, D = 2, H = 3, no initial state", 1, 6, 2, 3, 2, False),
+    ]
+
+
+class _StackEveryLayerReadsX(ref.LSTM):
+    def forward(self, x, state=None):
+        hs, cs = [], []
+        for k in range(self.num_layers):
+            output, (h, c) = ref.lstm_layer(x, None if state is None else (state[0][k], state[1][k]), *self.layer_weights(k))
+            hs.append(h)
+            cs.append(c)
+        return output, (torch.stack(hs), torch.stack(cs))
+
+
+class _StackFirstLayerStateEverywhere(ref.LSTM):
+    def forward(self, x, state=None):
+        output, hs, cs = x, [], []
+        for k in range(self.num_layers):
+            output, (h, c) = ref.lstm_layer(output, None if state is None else (state[0][0], state[1][0]), *self.layer_weights(k))
+            hs.append(h)
+            cs.append(c)
+        return output, (torch.stack(hs), torch.stack(cs))
+
+
+class _StackStateOnlyFirstLayer(ref.LSTM):
+    def forward(self, x, state=None):
+        output, hs, cs = x, [], []
+        for k in range(self.num_layers):
+            output, (h, c) = ref.lstm_layer(output, None if state is None or k > 0 else (state[0][0], state[1][0]), *self.layer_weights(k))
+            hs.append(h)
+            cs.append(c)
+        return output, (torch.stack(hs), torch.stack(cs))
+
+
+class _StackHCSwapped(ref.LSTM):
+    def forward(self, x, state=None):
+        output, (h, c) = super().forward(x, state)
+        return output, (c, h)
+
+
+register(
+    Exercise(
+        id="2.1",
+        title="the LSTM gates",
+        points=2,
+        name="lstm_gates",
+        kind="function",
+        reference=ref.lstm_gates,
+        make_cases=_gate_cases,
+        mistakes=(
+            Mistake(
+                "the input and forget gates are swapped: in PyTorch's order the blocks of rows are i (0:H), f (H:2H), "
+                "g (2H:3H), o (3H:4H).",
+                _gates_if_swapped,
+            ),
+            Mistake("every gate goes through tanh: i, f and o are sigmoids (between 0 and 1); only the candidate g uses tanh.", _gates_all_tanh),
+            Mistake("the candidate g goes through a sigmoid: it uses tanh, so that it can add or subtract (-1 to 1).", _gates_all_sigmoid),
+            Mistake("the blocks are taken in the order i, f, o, g: PyTorch's order is i, f, g, o (g is the third block).", _gates_ifog),
+            Mistake("g and o are swapped: return (i, f, g, o), with g = tanh of block 3 and o = sigmoid of block 4.", _gates_g_o_swapped),
+            Mistake("only b_ih is added: the gates add both biases, b_ih and b_hh.", _gates_one_bias),
+        ),
+        forbidden=BUILTIN_LSTM,
+    ),
+    Exercise(
+        id="2.2",
+        title="one step of the LSTM cell",
+        points=2,
+        name="lstm_cell",
+        kind="function",
+        reference=ref.lstm_cell,
+        make_cases=_cell_cases,
+        mistakes=(
+            Mistake(
+                "the forget and input gates are swapped in the update: the forget gate multiplies the old cell state, "
+                "c_t = f * c + i * g.",
+                _cell_gates_swapped,
+            ),
+            Mistake("the old cell state is never forgotten: multiply it by the forget gate, c_t = f * c + i * g.", _cell_no_forgetting),
+            Mistake("the candidate is added without the input gate: c_t = f * c + i * g.", _cell_no_input_gate),
+            Mistake("h_t = o * c_t is missing a tanh: h_t = o * tanh(c_t).", _cell_no_tanh),
+            Mistake("the tanh is outside the output gate: h_t = o * tanh(c_t), not tanh(o * c_t).", _cell_tanh_outside),
+            Mistake("h_t uses the old cell state: compute c_t first, then h_t = o * tanh(c_t).", _cell_old_memory_shown),
+            Mistake("return the pair in the order (h, c).", _cell_order_swapped),
+        ),
+        forbidden=BUILTIN_LSTM,
+    ),
+    Exercise(
+        id="2.3",
+        title="an LSTM layer over a sequence",
+        points=3,
+        name="lstm_layer",
+        kind="function",
+        reference=ref.lstm_layer,
+        make_cases=_layer_cases,
+        mistakes=(
+            Mistake(
+                "the cell state is not carried between steps: each step must start from the (h, c) the previous step "
+                "returned, c included.",
+                _layer_c_not_carried,
+            ),
+            Mistake(
+                "the hidden state is not carried between steps: each step must start from the (h, c) the previous step "
+                "returned, h included.",
+                _layer_h_not_carried,
+            ),
+            Mistake("the state is not carried between steps: each step must start from the (h, c) the previous step returned.", _layer_nothing_carried),
+            Mistake("the outputs are the cell states: outputs[:, t] is the hidden state h_t.", _layer_cell_states_out),
+            Mistake("the initial state is ignored: start from it when it is given, from zeros only when it is None.", _layer_state_ignored),
+            Mistake("the second item should be the state after the last step, (h_T, c_T).", _layer_first_state),
+        ),
+        forbidden=BUILTIN_LSTM,
+    ),
+    Exercise(
+        id="2.4",
+        title="a stacked LSTM",
+        points=3,
+        name="LSTM",
+        kind="module",
+        reference=ref.LSTM,
+        make_cases=_stack_cases,
+        mistakes=(
+            Mistake("every layer reads x: layer k must read the outputs of layer k - 1 (only the first layer reads x).", _StackEveryLayerReadsX),
+            Mistake("every layer starts from the state of layer 0: layer k starts from (h0[k], c0[k]).", _StackFirstLayerStateEverywhere),
+            Mistake("only the first layer gets its initial state: layer k starts from (h0[k], c0[k]).", _StackStateOnlyFirstLayer),
+            Mistake("h_n and c_n are swapped: return (output, (h_n, c_n)).", _StackHCSwapped),
+        ),
+        forbidden=BUILTIN_LSTM,
+    ),
+)

@@ -1,0 +1,110 @@
+"""Chapter 2 submissions for the grader tests: plausible wrong answers, as exercise-cell code.
+
+Each round holds at most one wrong answer per exercise and costs one grading run; every exercise
+named in a round must lose exactly its own points.
+"""
+
+
+def _gates(body: str) -> str:
+    return (
+        "def lstm_gates(x_t, h, w_ih, w_hh, b_ih, b_hh):\n"
+        "    z = x_t @ w_ih.T + b_ih + h @ w_hh.T + b_hh\n"
+        + body
+    )
+
+
+def _cell(update: str, show: str = "o * torch.tanh(c_new)", result: str = "h_new, c_new") -> str:
+    return (
+        "def lstm_cell(x_t, state, w_ih, w_hh, b_ih, b_hh):\n"
+        "    h, c = state\n"
+        "    i, f, g, o = lstm_gates(x_t, h, w_ih, w_hh, b_ih, b_hh)\n"
+        f"    c_new = {update}\n"
+        f"    h_new = {show}\n"
+        f"    return {result}\n"
+    )
+
+
+def _layer(carry_h: bool = True, carry_c: bool = True, emit: str = "h") -> str:
+    return (
+        "def lstm_layer(x, state, w_ih, w_hh, b_ih, b_hh):\n"
+        "    if state is None:\n"
+        "        zeros = x.new_zeros(x.shape[0], w_hh.shape[1])\n"
+        "        state = (zeros, zeros)\n"
+        "    h0, c0 = state\n"
+        "    h, c = h0, c0\n"
+        "    outputs = []\n"
+        "    for t in range(x.shape[1]):\n"
+        f"        h, c = lstm_cell(x[:, t], ({'h' if carry_h else 'h0'}, {'c' if carry_c else 'c0'}), w_ih, w_hh, b_ih, b_hh)\n"
+        f"        outputs.append({emit})\n"
+        "    return torch.stack(outputs, dim=1), (h, c)\n"
+    )
+
+
+_INIT = """class LSTM(nn.Module):
+    def __init__(self, input_size, hidden_size, num_layers=1):
+        super().__init__()
+        self.num_layers = num_layers
+        bound = 1 / math.sqrt(hidden_size)
+        for k in range(num_layers):
+            d_in = input_size if k == 0 else hidden_size
+            for name, shape in ((f"weight_ih_l{k}", (4 * hidden_size, d_in)), (f"weight_hh_l{k}", (4 * hidden_size, hidden_size)),
+                                (f"bias_ih_l{k}", (4 * hidden_size,)), (f"bias_hh_l{k}", (4 * hidden_size,))):
+                setattr(self, name, nn.Parameter(torch.empty(shape).uniform_(-bound, bound)))
+
+    def layer_weights(self, k):
+        return (getattr(self, f"weight_ih_l{k}"), getattr(self, f"weight_hh_l{k}"),
+                getattr(self, f"bias_ih_l{k}"), getattr(self, f"bias_hh_l{k}"))
+
+    def forward(self, x, state=None):
+"""
+
+
+def _stack(layer_input: str = "output", layer_state: str = "(state[0][k], state[1][k])", result: str = "(torch.stack(hs), torch.stack(cs))") -> str:
+    return _INIT + (
+        "        output, hs, cs = x, [], []\n"
+        "        for k in range(self.num_layers):\n"
+        f"            output, (h, c) = lstm_layer({layer_input}, None if state is None else {layer_state}, *self.layer_weights(k))\n"
+        "            hs.append(h)\n"
+        "            cs.append(c)\n"
+        f"        return output, {result}\n"
+    )
+
+
+WRONG_ROUNDS = [
+    {
+        # forget gate and input gate swapped (blocks taken as f, i, g, o)
+        "2.1": _gates(
+            "    z_f, z_i, z_g, z_o = z.chunk(4, dim=-1)\n"
+            "    return torch.sigmoid(z_i), torch.sigmoid(z_f), torch.tanh(z_g), torch.sigmoid(z_o)\n"
+        ),
+        # forget and input gates swapped in the update of the cell state
+        "2.2": _cell("i * c + f * g"),
+        # the cell state is not carried between steps
+        "2.3": _layer(carry_c=False),
+        # every layer reads x instead of the layer below
+        "2.4": _stack(layer_input="x"),
+    },
+    {
+        # tanh where sigmoid belongs
+        "2.1": _gates("    return tuple(torch.tanh(z_k) for z_k in z.chunk(4, dim=-1))\n"),
+        # h = o * c, the tanh forgotten
+        "2.2": _cell("f * c + i * g", show="o * c_new"),
+        # the hidden state is not carried between steps
+        "2.3": _layer(carry_h=False),
+        # every layer starts from layer 0's initial state
+        "2.4": _stack(layer_state="(state[0][0], state[1][0])"),
+    },
+    {
+        # the blocks read in the order i, f, o, g
+        "2.1": _gates(
+            "    z_i, z_f, z_o, z_g = z.chunk(4, dim=-1)\n"
+            "    return torch.sigmoid(z_i), torch.sigmoid(z_f), torch.tanh(z_g), torch.sigmoid(z_o)\n"
+        ),
+        # the new hidden state shows the old cell state
+        "2.2": _cell("f * c + i * g", show="o * torch.tanh(c)"),
+        # the outputs are the cell states, not the hidden states
+        "2.3": _layer(emit="c"),
+        # h_n and c_n swapped
+        "2.4": _stack(result="(torch.stack(cs), torch.stack(hs))"),
+    },
+]
