@@ -13,12 +13,10 @@ Tensors are batch-first.
 
 from __future__ import annotations
 
-import math
-
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
-from .rnn import _require_tensor, affine, check_cell_inputs, check_initial_state
+from .rnn import StackedRecurrent, _require_tensor, affine, check_cell_inputs, check_initial_state
 
 __all__ = ["lstm_gates", "lstm_cell", "lstm_layer", "LSTM", "GATES"]
 
@@ -84,7 +82,7 @@ def lstm_layer(x: Tensor, state: tuple[Tensor, Tensor] | None, w_ih: Tensor, w_h
     return torch.stack(outputs, dim=1), state
 
 
-class LSTM(nn.Module):
+class LSTM(StackedRecurrent):
     """A stack of LSTM layers; layer k reads the hidden states of layer k - 1.
 
     x: (B, T, input_size), state: (h0, c0), each (num_layers, B, hidden_size), or None
@@ -92,35 +90,10 @@ class LSTM(nn.Module):
     Parameters and their initialisation are those of torch.nn.LSTM (batch_first=True).
     """
 
-    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True) -> None:
-        super().__init__()
-        for name, value in (("input_size", input_size), ("hidden_size", hidden_size), ("num_layers", num_layers)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
-        self.input_size, self.hidden_size, self.num_layers, self.bias = input_size, hidden_size, num_layers, bias
-        for k in range(num_layers):
-            d_in = input_size if k == 0 else hidden_size
-            setattr(self, f"weight_ih_l{k}", nn.Parameter(torch.empty(4 * hidden_size, d_in)))
-            setattr(self, f"weight_hh_l{k}", nn.Parameter(torch.empty(4 * hidden_size, hidden_size)))
-            if bias:
-                setattr(self, f"bias_ih_l{k}", nn.Parameter(torch.empty(4 * hidden_size)))
-                setattr(self, f"bias_hh_l{k}", nn.Parameter(torch.empty(4 * hidden_size)))
-        self.reset_parameters()
-
-    def reset_parameters(self) -> None:
-        bound = 1 / math.sqrt(self.hidden_size)  # as torch.nn.LSTM: U(-1/sqrt(H), 1/sqrt(H)) for every parameter
-        for p in self.parameters():
-            nn.init.uniform_(p, -bound, bound)
-
-    def layer_weights(self, k: int) -> tuple[Tensor, Tensor, Tensor | None, Tensor | None]:
-        """(w_ih, w_hh, b_ih, b_hh) of layer k."""
-        return (getattr(self, f"weight_ih_l{k}"), getattr(self, f"weight_hh_l{k}"),
-                getattr(self, f"bias_ih_l{k}", None), getattr(self, f"bias_hh_l{k}", None))
+    GATES = 4  # i, f, g, o
 
     def forward(self, x: Tensor, state: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, tuple[Tensor, Tensor]]:
-        _require_tensor("x", x, 3)
-        if x.shape[-1] != self.input_size:
-            raise ValueError(f"x must have input_size = {self.input_size} features in its last dimension, got shape {tuple(x.shape)}")
+        self.check_input(x)
         if state is not None:
             if not isinstance(state, (tuple, list)) or len(state) != 2:
                 raise TypeError(f"the state must be a pair (h0, c0), got {type(state).__name__}")
@@ -133,6 +106,3 @@ class LSTM(nn.Module):
             hs.append(h_k)
             cs.append(c_k)
         return output, (torch.stack(hs), torch.stack(cs))  # (B, T, H), (num_layers, B, H) x 2
-
-    def extra_repr(self) -> str:
-        return f"{self.input_size}, {self.hidden_size}, num_layers={self.num_layers}" + ("" if self.bias else ", bias=False")

@@ -17,7 +17,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-__all__ = ["rnn_cell", "rnn_step_jacobian", "rnn_layer", "RNN"]
+__all__ = ["rnn_cell", "rnn_step_jacobian", "rnn_layer", "StackedRecurrent", "RNN"]
 
 
 def _require_tensor(name: str, x: object, dim: int) -> Tensor:
@@ -115,13 +115,15 @@ def check_initial_state(name: str, state: Tensor, num_layers: int, batch: int, h
         )
 
 
-class RNN(nn.Module):
-    """A stack of tanh RNN layers; layer k reads the output sequence of layer k - 1.
+class StackedRecurrent(nn.Module):
+    """The parameters of a stack of recurrent layers, named and initialised as in torch.nn.RNN and nn.LSTM.
 
-    x: (B, T, input_size), h0: (num_layers, B, hidden_size) or None
-    -> output (B, T, hidden_size), the last layer's states, and h_n (num_layers, B, hidden_size)
-    Parameters and their initialisation are those of torch.nn.RNN (nonlinearity='tanh', batch_first=True).
+    Layer k has weight_ih_l{k} (GATES * H, d_in), weight_hh_l{k} (GATES * H, H) and, with bias, bias_ih_l{k}
+    and bias_hh_l{k} (GATES * H,): one block of rows per gate, so that weights copy to and from PyTorch's modules.
+    Subclasses set GATES (1 for the RNN, 4 for the LSTM) and write forward.
     """
+
+    GATES = 1
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True) -> None:
         super().__init__()
@@ -129,17 +131,18 @@ class RNN(nn.Module):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
         self.input_size, self.hidden_size, self.num_layers, self.bias = input_size, hidden_size, num_layers, bias
+        rows = self.GATES * hidden_size
         for k in range(num_layers):
             d_in = input_size if k == 0 else hidden_size
-            setattr(self, f"weight_ih_l{k}", nn.Parameter(torch.empty(hidden_size, d_in)))
-            setattr(self, f"weight_hh_l{k}", nn.Parameter(torch.empty(hidden_size, hidden_size)))
+            setattr(self, f"weight_ih_l{k}", nn.Parameter(torch.empty(rows, d_in)))
+            setattr(self, f"weight_hh_l{k}", nn.Parameter(torch.empty(rows, hidden_size)))
             if bias:
-                setattr(self, f"bias_ih_l{k}", nn.Parameter(torch.empty(hidden_size)))
-                setattr(self, f"bias_hh_l{k}", nn.Parameter(torch.empty(hidden_size)))
+                setattr(self, f"bias_ih_l{k}", nn.Parameter(torch.empty(rows)))
+                setattr(self, f"bias_hh_l{k}", nn.Parameter(torch.empty(rows)))
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        bound = 1 / math.sqrt(self.hidden_size)  # as torch.nn.RNN: U(-1/sqrt(H), 1/sqrt(H)) for every parameter
+        bound = 1 / math.sqrt(self.hidden_size)  # as PyTorch: U(-1/sqrt(H), 1/sqrt(H)) for every parameter
         for p in self.parameters():
             nn.init.uniform_(p, -bound, bound)
 
@@ -148,10 +151,27 @@ class RNN(nn.Module):
         return (getattr(self, f"weight_ih_l{k}"), getattr(self, f"weight_hh_l{k}"),
                 getattr(self, f"bias_ih_l{k}", None), getattr(self, f"bias_hh_l{k}", None))
 
-    def forward(self, x: Tensor, h0: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    def check_input(self, x: Tensor) -> None:
         _require_tensor("x", x, 3)
         if x.shape[-1] != self.input_size:
             raise ValueError(f"x must have input_size = {self.input_size} features in its last dimension, got shape {tuple(x.shape)}")
+
+    def extra_repr(self) -> str:
+        return f"{self.input_size}, {self.hidden_size}, num_layers={self.num_layers}" + ("" if self.bias else ", bias=False")
+
+
+class RNN(StackedRecurrent):
+    """A stack of tanh RNN layers; layer k reads the output sequence of layer k - 1.
+
+    x: (B, T, input_size), h0: (num_layers, B, hidden_size) or None
+    -> output (B, T, hidden_size), the last layer's states, and h_n (num_layers, B, hidden_size)
+    Parameters and their initialisation are those of torch.nn.RNN (nonlinearity='tanh', batch_first=True).
+    """
+
+    GATES = 1
+
+    def forward(self, x: Tensor, h0: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        self.check_input(x)
         if h0 is not None:
             check_initial_state("h0", h0, self.num_layers, x.shape[0], self.hidden_size)
         output, last = x, []
@@ -159,6 +179,3 @@ class RNN(nn.Module):
             output, h_k = rnn_layer(output, None if h0 is None else h0[k], *self.layer_weights(k))  # (B, T, H), (B, H)
             last.append(h_k)
         return output, torch.stack(last)  # (B, T, H), (num_layers, B, H)
-
-    def extra_repr(self) -> str:
-        return f"{self.input_size}, {self.hidden_size}, num_layers={self.num_layers}" + ("" if self.bias else ", bias=False")
