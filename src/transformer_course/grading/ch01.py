@@ -7,7 +7,7 @@ import math
 import torch
 
 from .. import rnn as ref
-from .registry import Case, Exercise, Mistake, register
+from .registry import Case, Exercise, Mistake, randn, register
 
 NOTEBOOK = "01_rnn.ipynb"
 
@@ -16,14 +16,10 @@ BUILTIN_RNN = ("RNN", "RNNCell", "rnn_tanh", "rnn_tanh_cell", "rnn_relu", "rnn_r
 BUILTIN_JACOBIAN = ("jacobian", "jacrev", "jacfwd", "vjp", "jvp", "backward", "grad")
 
 
-def _randn(g: torch.Generator, *shape: int, scale: float = 1.0) -> torch.Tensor:
-    return torch.randn(*shape, generator=g, dtype=torch.float64) * scale
-
-
 def _weights(g: torch.Generator, d: int, h: int) -> tuple[torch.Tensor, ...]:
     """(w_ih, w_hh, b_ih, b_hh) at the scale of PyTorch's initialisation, a little larger so that tanh bends."""
     s = 1.5 / math.sqrt(h)
-    return _randn(g, h, d, scale=s), _randn(g, h, h, scale=s), _randn(g, h, scale=s), _randn(g, h, scale=s)
+    return randn(g, h, d, scale=s), randn(g, h, h, scale=s), randn(g, h, scale=s), randn(g, h, scale=s)
 
 
 # 1.1 the RNN cell ----------------------------------------------------------------------------
@@ -31,9 +27,9 @@ def _weights(g: torch.Generator, d: int, h: int) -> tuple[torch.Tensor, ...]:
 
 def _cell_cases(g: torch.Generator) -> list[Case]:
     return [
-        Case("B = 1, D = H = 3", (_randn(g, 1, 3), _randn(g, 1, 3).tanh(), *_weights(g, 3, 3))),
-        Case("B = 3, D = 5, H = 4", (_randn(g, 3, 5), _randn(g, 3, 4).tanh(), *_weights(g, 5, 4))),
-        Case("B = 2, D = H = 4, large inputs (tanh saturates)", (_randn(g, 2, 4, scale=4.0), _randn(g, 2, 4).tanh(), *_weights(g, 4, 4))),
+        Case("B = 1, D = H = 3", (randn(g, 1, 3), randn(g, 1, 3).tanh(), *_weights(g, 3, 3))),
+        Case("B = 3, D = 5, H = 4", (randn(g, 3, 5), randn(g, 3, 4).tanh(), *_weights(g, 5, 4))),
+        Case("B = 2, D = H = 4, large inputs (tanh saturates)", (randn(g, 2, 4, scale=4.0), randn(g, 2, 4).tanh(), *_weights(g, 4, 4))),
     ]
 
 
@@ -70,10 +66,10 @@ def _cell_not_transposed(x_t, h, w_ih, w_hh, b_ih, b_hh):
 
 def _layer_cases(g: torch.Generator) -> list[Case]:
     return [
-        Case("B = 2, T = 5, D = 3, H = 4, no initial state (h0 = None)", (_randn(g, 2, 5, 3), None, *_weights(g, 3, 4))),
-        Case("B = 3, T = 4, D = 3, H = 4, with an initial state h0", (_randn(g, 3, 4, 3), _randn(g, 3, 4).tanh(), *_weights(g, 3, 4))),
-        Case("B = 1, T = 1, D = 2, H = 3, with h0", (_randn(g, 1, 1, 2), _randn(g, 1, 3).tanh(), *_weights(g, 2, 3))),
-        Case("B = 2, T = 7, D = 3, H = 5, with h0", (_randn(g, 2, 7, 3), _randn(g, 2, 5).tanh(), *_weights(g, 3, 5))),
+        Case("B = 2, T = 5, D = 3, H = 4, no initial state (h0 = None)", (randn(g, 2, 5, 3), None, *_weights(g, 3, 4))),
+        Case("B = 3, T = 4, D = 3, H = 4, with an initial state h0", (randn(g, 3, 4, 3), randn(g, 3, 4).tanh(), *_weights(g, 3, 4))),
+        Case("B = 1, T = 1, D = 2, H = 3, with h0", (randn(g, 1, 1, 2), randn(g, 1, 3).tanh(), *_weights(g, 2, 3))),
+        Case("B = 2, T = 7, D = 3, H = 5, with h0", (randn(g, 2, 7, 3), randn(g, 2, 5).tanh(), *_weights(g, 3, 5))),
     ]
 
 
@@ -119,9 +115,9 @@ def _layer_backwards_unflipped(x, h0, w_ih, w_hh, b_ih, b_hh):
 
 def _jacobian_cases(g: torch.Generator) -> list[Case]:
     return [
-        Case("B = 1, H = 3", (_randn(g, 1, 3).tanh(), _randn(g, 3, 3))),
-        Case("B = 2, H = 4", (_randn(g, 2, 4).tanh(), _randn(g, 4, 4))),
-        Case("B = 3, H = 5, some states near +-1 (tanh saturated)", (_randn(g, 3, 5, scale=3.0).tanh(), _randn(g, 5, 5))),
+        Case("B = 1, H = 3", (randn(g, 1, 3).tanh(), randn(g, 3, 3))),
+        Case("B = 2, H = 4", (randn(g, 2, 4).tanh(), randn(g, 4, 4))),
+        Case("B = 3, H = 5, some states near +-1 (tanh saturated)", (randn(g, 3, 5, scale=3.0).tanh(), randn(g, 5, 5))),
     ]
 
 

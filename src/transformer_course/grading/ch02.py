@@ -7,7 +7,7 @@ import math
 import torch
 
 from .. import lstm as ref
-from .registry import Case, Exercise, Mistake, register
+from .registry import Case, Exercise, Mistake, randn, register
 
 NOTEBOOK = "02_lstm.ipynb"
 
@@ -15,18 +15,14 @@ NOTEBOOK = "02_lstm.ipynb"
 BUILTIN_LSTM = ("LSTM", "LSTMCell", "lstm", "lstm_cell", "_VF")
 
 
-def _randn(g: torch.Generator, *shape: int, scale: float = 1.0) -> torch.Tensor:
-    return torch.randn(*shape, generator=g, dtype=torch.float64) * scale
-
-
 def _weights(g: torch.Generator, d: int, h: int) -> tuple[torch.Tensor, ...]:
     """(w_ih, w_hh, b_ih, b_hh) for an LSTM: four blocks of rows, a little larger than PyTorch's initialisation."""
     s = 1.5 / math.sqrt(h)
-    return _randn(g, 4 * h, d, scale=s), _randn(g, 4 * h, h, scale=s), _randn(g, 4 * h, scale=s), _randn(g, 4 * h, scale=s)
+    return randn(g, 4 * h, d, scale=s), randn(g, 4 * h, h, scale=s), randn(g, 4 * h, scale=s), randn(g, 4 * h, scale=s)
 
 
 def _state(g: torch.Generator, b: int, h: int, c_scale: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
-    return _randn(g, b, h).tanh() * 0.9, _randn(g, b, h, scale=c_scale)
+    return randn(g, b, h).tanh() * 0.9, randn(g, b, h, scale=c_scale)
 
 
 def _affine(x_t, h, w_ih, w_hh, b_ih, b_hh):
@@ -38,9 +34,9 @@ def _affine(x_t, h, w_ih, w_hh, b_ih, b_hh):
 
 def _gate_cases(g: torch.Generator) -> list[Case]:
     return [
-        Case("B = 1, D = H = 2", (_randn(g, 1, 2), _randn(g, 1, 2).tanh(), *_weights(g, 2, 2))),
-        Case("B = 3, D = 4, H = 3", (_randn(g, 3, 4), _randn(g, 3, 3).tanh(), *_weights(g, 4, 3))),
-        Case("B = 2, D = 5, H = 4, large inputs", (_randn(g, 2, 5, scale=3.0), _randn(g, 2, 4).tanh(), *_weights(g, 5, 4))),
+        Case("B = 1, D = H = 2", (randn(g, 1, 2), randn(g, 1, 2).tanh(), *_weights(g, 2, 2))),
+        Case("B = 3, D = 4, H = 3", (randn(g, 3, 4), randn(g, 3, 3).tanh(), *_weights(g, 4, 3))),
+        Case("B = 2, D = 5, H = 4, large inputs", (randn(g, 2, 5, scale=3.0), randn(g, 2, 4).tanh(), *_weights(g, 5, 4))),
     ]
 
 
@@ -76,9 +72,9 @@ def _gates_one_bias(x_t, h, w_ih, w_hh, b_ih, b_hh):
 
 def _cell_cases(g: torch.Generator) -> list[Case]:
     return [
-        Case("B = 1, D = 2, H = 3", (_randn(g, 1, 2), _state(g, 1, 3), *_weights(g, 2, 3))),
-        Case("B = 3, D = 4, H = 3", (_randn(g, 3, 4), _state(g, 3, 3), *_weights(g, 4, 3))),
-        Case("B = 2, D = 3, H = 4, a large cell state", (_randn(g, 2, 3), _state(g, 2, 4, c_scale=4.0), *_weights(g, 3, 4))),
+        Case("B = 1, D = 2, H = 3", (randn(g, 1, 2), _state(g, 1, 3), *_weights(g, 2, 3))),
+        Case("B = 3, D = 4, H = 3", (randn(g, 3, 4), _state(g, 3, 3), *_weights(g, 4, 3))),
+        Case("B = 2, D = 3, H = 4, a large cell state", (randn(g, 2, 3), _state(g, 2, 4, c_scale=4.0), *_weights(g, 3, 4))),
     ]
 
 
@@ -123,10 +119,10 @@ def _cell_order_swapped(x_t, state, *w):
 
 def _layer_cases(g: torch.Generator) -> list[Case]:
     return [
-        Case("B = 2, T = 5, D = 3, H = 4, no initial state", (_randn(g, 2, 5, 3), None, *_weights(g, 3, 4))),
-        Case("B = 3, T = 4, D = 2, H = 3, with an initial state", (_randn(g, 3, 4, 2), _state(g, 3, 3), *_weights(g, 2, 3))),
-        Case("B = 1, T = 1, D = 2, H = 2, with an initial state", (_randn(g, 1, 1, 2), _state(g, 1, 2), *_weights(g, 2, 2))),
-        Case("B = 2, T = 8, D = 3, H = 4, with an initial state", (_randn(g, 2, 8, 3), _state(g, 2, 4), *_weights(g, 3, 4))),
+        Case("B = 2, T = 5, D = 3, H = 4, no initial state", (randn(g, 2, 5, 3), None, *_weights(g, 3, 4))),
+        Case("B = 3, T = 4, D = 2, H = 3, with an initial state", (randn(g, 3, 4, 2), _state(g, 3, 3), *_weights(g, 2, 3))),
+        Case("B = 1, T = 1, D = 2, H = 2, with an initial state", (randn(g, 1, 1, 2), _state(g, 1, 2), *_weights(g, 2, 2))),
+        Case("B = 2, T = 8, D = 3, H = 4, with an initial state", (randn(g, 2, 8, 3), _state(g, 2, 4), *_weights(g, 3, 4))),
     ]
 
 
@@ -190,8 +186,8 @@ def _stack_cases(g: torch.Generator) -> list[Case]:
         init = {"input_size": d, "hidden_size": h, "num_layers": layers}
         kwargs = {}
         if with_state:
-            kwargs = {"state": (_randn(g, layers, b, h).tanh(), _randn(g, layers, b, h))}
-        return Case(label, (_randn(g, b, t, d),), kwargs, init, _stack_state(g, d, h, layers))
+            kwargs = {"state": (randn(g, layers, b, h).tanh(), randn(g, layers, b, h))}
+        return Case(label, (randn(g, b, t, d),), kwargs, init, _stack_state(g, d, h, layers))
 
     return [
         case("one layer, B = 2, T = 4, D = 3, H = 4, no initial state", 2, 4, 3, 4, 1, False),

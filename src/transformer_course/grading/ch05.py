@@ -5,19 +5,14 @@ from __future__ import annotations
 import math
 
 import torch
-from torch import nn
 
 from .. import attention as ref
-from .registry import Case, Exercise, Mistake, register
+from .registry import Case, Exercise, Mistake, randn, register
 
 NOTEBOOK = "05_self_attention.ipynb"
 
 # The exercises build these; using PyTorch's own would skip the point of the exercise.
 BUILTIN_ATTENTION = ("scaled_dot_product_attention", "MultiheadAttention", "_scaled_dot_product_attention")
-
-
-def _randn(g: torch.Generator, *shape: int) -> torch.Tensor:
-    return torch.randn(*shape, generator=g, dtype=torch.float64)
 
 
 def _lengths_mask(lengths: list[int], t: int) -> torch.Tensor:
@@ -29,9 +24,9 @@ def _lengths_mask(lengths: list[int], t: int) -> torch.Tensor:
 
 def _score_cases(g: torch.Generator) -> list[Case]:
     return [
-        Case("one sequence, T_q = T_k = 4, d_k = 3", (_randn(g, 4, 3), _randn(g, 4, 3))),
-        Case("batch of 2, T_q = 3, T_k = 5, d_k = 4", (_randn(g, 2, 3, 4), _randn(g, 2, 5, 4))),
-        Case("two batch dimensions (2, 2), T_q = 3, T_k = 6, d_k = 8", (_randn(g, 2, 2, 3, 8), _randn(g, 2, 2, 6, 8))),
+        Case("one sequence, T_q = T_k = 4, d_k = 3", (randn(g, 4, 3), randn(g, 4, 3))),
+        Case("batch of 2, T_q = 3, T_k = 5, d_k = 4", (randn(g, 2, 3, 4), randn(g, 2, 5, 4))),
+        Case("two batch dimensions (2, 2), T_q = 3, T_k = 6, d_k = 8", (randn(g, 2, 2, 3, 8), randn(g, 2, 2, 6, 8))),
     ]
 
 
@@ -72,20 +67,20 @@ def _causal_float(t):
 
 def _sdpa_cases(g: torch.Generator) -> list[Case]:
     return [
-        Case("no mask, T_q = 3, T_k = 4", (_randn(g, 2, 3, 5), _randn(g, 2, 4, 5), _randn(g, 2, 4, 6))),
+        Case("no mask, T_q = 3, T_k = 4", (randn(g, 2, 3, 5), randn(g, 2, 4, 5), randn(g, 2, 4, 6))),
         Case(
             "padding mask (lengths 2 and 4)",
-            (_randn(g, 2, 4, 5), _randn(g, 2, 4, 5), _randn(g, 2, 4, 3)),
+            (randn(g, 2, 4, 5), randn(g, 2, 4, 5), randn(g, 2, 4, 3)),
             {"mask": _lengths_mask([2, 4], 4)},
         ),
         Case(
             "causal mask, T = 5",
-            (_randn(g, 2, 5, 4), _randn(g, 2, 5, 4), _randn(g, 2, 5, 4)),
+            (randn(g, 2, 5, 4), randn(g, 2, 5, 4), randn(g, 2, 5, 4)),
             {"mask": ref.causal_mask(5)},
         ),
         Case(
             "two batch dimensions with a padding mask",
-            (_randn(g, 2, 3, 4, 8), _randn(g, 2, 3, 6, 8), _randn(g, 2, 3, 6, 2)),
+            (randn(g, 2, 3, 4, 8), randn(g, 2, 3, 6, 8), randn(g, 2, 3, 6, 2)),
             {"mask": _lengths_mask([3, 6], 6)[:, None]},
         ),
     ]
@@ -139,20 +134,20 @@ def _sdpa_mask_zero_fill(q, k, v, mask=None):
 def _layer_state(g: torch.Generator, d_model: int, d_k: int, d_v: int) -> dict:
     scale = 1 / math.sqrt(d_model)
     return {
-        "w_q.weight": _randn(g, d_k, d_model) * scale,
-        "w_k.weight": _randn(g, d_k, d_model) * scale,
-        "w_v.weight": _randn(g, d_v, d_model) * scale,
+        "w_q.weight": randn(g, d_k, d_model) * scale,
+        "w_k.weight": randn(g, d_k, d_model) * scale,
+        "w_v.weight": randn(g, d_v, d_model) * scale,
     }
 
 
 def _layer_cases(g: torch.Generator) -> list[Case]:
     init = {"d_model": 6, "d_k": 4, "d_v": 5}
     return [
-        Case("no mask, B = 2, T = 4", (_randn(g, 2, 4, 6),), init=init, state=_layer_state(g, 6, 4, 5)),
-        Case("causal mask, T = 5", (_randn(g, 2, 5, 6),), {"mask": ref.causal_mask(5)}, init, _layer_state(g, 6, 4, 5)),
+        Case("no mask, B = 2, T = 4", (randn(g, 2, 4, 6),), init=init, state=_layer_state(g, 6, 4, 5)),
+        Case("causal mask, T = 5", (randn(g, 2, 5, 6),), {"mask": ref.causal_mask(5)}, init, _layer_state(g, 6, 4, 5)),
         Case(
             "padding mask (lengths 3 and 5)",
-            (_randn(g, 2, 5, 6),),
+            (randn(g, 2, 5, 6),),
             {"mask": _lengths_mask([3, 5], 5)},
             init,
             _layer_state(g, 6, 4, 5),

@@ -8,7 +8,7 @@ import torch
 
 from .. import attention as attn
 from .. import multihead as ref
-from .registry import Case, Exercise, Mistake, register
+from .registry import Case, Exercise, Mistake, randn, register
 
 NOTEBOOK = "06_multihead_attention.ipynb"
 
@@ -21,19 +21,15 @@ BUILTIN_ATTENTION = (
 )
 
 
-def _randn(g: torch.Generator, *shape: int) -> torch.Tensor:
-    return torch.randn(*shape, generator=g, dtype=torch.float64)
-
-
 # 6.1 split_heads ---------------------------------------------------------------------------
 
 
 def _split_cases(g: torch.Generator) -> list[Case]:
     return [
-        Case("B = 2, T = 3, d_model = 8, 2 heads", (_randn(g, 2, 3, 8), 2)),
-        Case("B = 1, T = 5, d_model = 12, 3 heads", (_randn(g, 1, 5, 12), 3)),
-        Case("B = 3, T = 4, d_model = 6, 6 heads of d_k = 1", (_randn(g, 3, 4, 6), 6)),
-        Case("B = 2, T = 7, d_model = 16, 1 head", (_randn(g, 2, 7, 16), 1)),
+        Case("B = 2, T = 3, d_model = 8, 2 heads", (randn(g, 2, 3, 8), 2)),
+        Case("B = 1, T = 5, d_model = 12, 3 heads", (randn(g, 1, 5, 12), 3)),
+        Case("B = 3, T = 4, d_model = 6, 6 heads of d_k = 1", (randn(g, 3, 4, 6), 6)),
+        Case("B = 2, T = 7, d_model = 16, 1 head", (randn(g, 2, 7, 16), 1)),
     ]
 
 
@@ -57,10 +53,10 @@ def _split_no_transpose(x, n_heads):
 
 def _merge_cases(g: torch.Generator) -> list[Case]:
     return [
-        Case("B = 2, 2 heads, T = 3, d_k = 4", (_randn(g, 2, 2, 3, 4),)),
-        Case("B = 1, 3 heads, T = 5, d_k = 4", (_randn(g, 1, 3, 5, 4),)),
-        Case("B = 3, 4 heads, T = 2, d_k = 1", (_randn(g, 3, 4, 2, 1),)),
-        Case("B = 2, 1 head, T = 6, d_k = 8", (_randn(g, 2, 1, 6, 8),)),
+        Case("B = 2, 2 heads, T = 3, d_k = 4", (randn(g, 2, 2, 3, 4),)),
+        Case("B = 1, 3 heads, T = 5, d_k = 4", (randn(g, 1, 3, 5, 4),)),
+        Case("B = 3, 4 heads, T = 2, d_k = 1", (randn(g, 3, 4, 2, 1),)),
+        Case("B = 2, 1 head, T = 6, d_k = 8", (randn(g, 2, 1, 6, 8),)),
     ]
 
 
@@ -89,24 +85,24 @@ def _mha_state(g: torch.Generator, d_model: int, bias: bool = True) -> dict:
     scale = 1 / math.sqrt(d_model)
     state = {}
     for name in ("w_q", "w_k", "w_v", "w_o"):
-        state[f"{name}.weight"] = _randn(g, d_model, d_model) * scale
+        state[f"{name}.weight"] = randn(g, d_model, d_model) * scale
         if bias:
-            state[f"{name}.bias"] = _randn(g, d_model) * 0.1
+            state[f"{name}.bias"] = randn(g, d_model) * 0.1
     return state
 
 
 def _mha_cases(g: torch.Generator) -> list[Case]:
     cases = []
-    x = _randn(g, 2, 4, 8)
+    x = randn(g, 2, 4, 8)
     cases.append(Case("self-attention, no mask, B = 2, T = 4, d_model = 8, 2 heads", (x, x, x),
                       init={"d_model": 8, "n_heads": 2}, state=_mha_state(g, 8)))
-    x = _randn(g, 2, 5, 12)
+    x = randn(g, 2, 5, 12)
     cases.append(Case("self-attention with a causal mask (5, 5), d_model = 12, 3 heads", (x, x, x), {"mask": attn.causal_mask(5)},
                       init={"d_model": 12, "n_heads": 3}, state=_mha_state(g, 12)))
-    query, memory = _randn(g, 3, 2, 8), _randn(g, 3, 6, 8)
+    query, memory = randn(g, 3, 2, 8), randn(g, 3, 6, 8)
     cases.append(Case("cross-attention, no mask, B = 3, T_q = 2, T_k = 6, 2 heads", (query, memory, memory),
                       init={"d_model": 8, "n_heads": 2}, state=_mha_state(g, 8)))
-    query, memory = _randn(g, 2, 3, 8), _randn(g, 2, 5, 8)
+    query, memory = randn(g, 2, 3, 8), randn(g, 2, 5, 8)
     cases.append(Case("cross-attention, T_q = 3, T_k = 5, padding mask (B, 1, T_k) for lengths 3 and 5, 2 heads",
                       (query, memory, memory), {"mask": attn.padding_mask(torch.tensor([3, 5]), 5)},
                       init={"d_model": 8, "n_heads": 2}, state=_mha_state(g, 8)))
@@ -115,7 +111,7 @@ def _mha_cases(g: torch.Generator) -> list[Case]:
     mask = attn.padding_mask(lengths, 6) & (torch.rand(3, 4, 6, generator=g, dtype=torch.float64) > 0.3)  # (B, T_q, T_k)
     mask[:, :, 0] = True  # every query sees at least one key
     cases.append(Case("no biases, B = 3, 4 heads, keys and values differ, mask (B, T_q, T_k)",
-                      (_randn(g, 3, 4, 8), _randn(g, 3, 6, 8), _randn(g, 3, 6, 8)), {"mask": mask},
+                      (randn(g, 3, 4, 8), randn(g, 3, 6, 8), randn(g, 3, 6, 8)), {"mask": mask},
                       init={"d_model": 8, "n_heads": 4, "bias": False}, state=_mha_state(g, 8, bias=False)))
     return cases
 

@@ -7,13 +7,9 @@ import math
 import torch
 
 from .. import positional as ref
-from .registry import Case, Exercise, Mistake, register
+from .registry import Case, Exercise, Mistake, randn, register
 
 NOTEBOOK = "07_positional_encoding.ipynb"
-
-
-def _randn(g: torch.Generator, *shape: int) -> torch.Tensor:
-    return torch.randn(*shape, generator=g, dtype=torch.float64)
 
 
 def _randint(g: torch.Generator, low: int, high: int) -> int:
@@ -128,10 +124,10 @@ def _shift_one(k, d_model):
 def _layer_cases(g: torch.Generator) -> list[Case]:
     init = {"d_model": 8, "max_len": 40, "dropout": 0.1}
     return [
-        Case("B = 2, T = 5, d_model = 8", (_randn(g, 2, 5, 8),), init=init),
-        Case("B = 1, T = 12, offset = 3", (_randn(g, 1, 12, 8),), {"offset": 3}, init=init),
-        Case("B = 3, T = 1, offset = 39 (the last position)", (_randn(g, 3, 1, 8),), {"offset": 39}, init=init),
-        Case("the whole table: B = 2, T = max_len = 20, d_model = 6", (_randn(g, 2, 20, 6),),
+        Case("B = 2, T = 5, d_model = 8", (randn(g, 2, 5, 8),), init=init),
+        Case("B = 1, T = 12, offset = 3", (randn(g, 1, 12, 8),), {"offset": 3}, init=init),
+        Case("B = 3, T = 1, offset = 39 (the last position)", (randn(g, 3, 1, 8),), {"offset": 39}, init=init),
+        Case("the whole table: B = 2, T = max_len = 20, d_model = 6", (randn(g, 2, 20, 6),),
              init={"d_model": 6, "max_len": 20}),
     ]
 

@@ -85,6 +85,11 @@ class Exercise:
             torch.set_default_dtype(previous)
 
 
+def randn(g: torch.Generator, *shape: int, scale: float = 1.0) -> torch.Tensor:
+    """Case inputs: float64 normal values drawn from the case generator, times scale."""
+    return torch.randn(*shape, generator=g, dtype=torch.float64) * scale
+
+
 _REGISTRY: dict[str, Exercise] = {}
 
 
