@@ -48,10 +48,10 @@ release: $(STAMP)
 	$(BIN)/python -m transformer_course.grading.release
 
 test-fast: $(STAMP)
-	$(TEST_ENV) $(BIN)/python -m pytest -n $(JOBS) tests
+	$(TEST_ENV) $(BIN)/python -m pytest -n $(JOBS) --durations=15 tests
 
 test-notebooks: $(STAMP)
-	$(TEST_ENV) $(BIN)/python -m pytest -n $(JOBS) --dist loadfile --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg solutions/
+	$(TEST_ENV) $(BIN)/python -m pytest -n $(JOBS) --dist loadfile --durations=10 --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg solutions/
 	$(TEST_ENV) $(BIN)/python -m pytest -n $(JOBS) --dist loadfile --nbval-lax --nbval-current-env notebooks/
 
 test-book: $(STAMP)

@@ -58,3 +58,29 @@ def test_model_is_unchanged_by_padding_and_its_weights_are_distributions():
     assert weights.shape == (2, 3, 6) and (weights[0, :, 3:] == 0).all()
     tokens, gen_weights = model.generate(padded.src, padded.src_mask, 4)
     assert tokens.shape == (2, 4) and gen_weights.shape == (2, 4, 6)
+
+
+def test_the_model_forward_equals_its_decoder_steps_and_the_readout_can_be_tied():
+    torch.manual_seed(0)
+    for kwargs in ({}, {"d_readout": 4, "tie": True}, {"d_readout": 3}):
+        model = bahdanau.AttentionSeq2Seq(12, 9, 4, 6, 5, **kwargs).double()
+        batch = make_batch([[4, 5, 6], [4, 5, 6, 7, 8]], [[3, 4, 5], [3]], 0, 2)
+        h, s = model.encoder(batch.src, batch.src_mask)
+        inputs = torch.cat([torch.ones(2, 1, dtype=torch.long), batch.tgt[:, :-1]], dim=1)
+        steps = []
+        for t in range(batch.tgt.shape[1]):
+            logits, s, _ = model.decoder(inputs[:, t], s, h, batch.src_mask)
+            steps.append(logits)
+        torch.testing.assert_close(model(batch.src, batch.src_mask, batch.tgt)[0], torch.stack(steps, 1), atol=1e-12,
+                                   rtol=0)
+    tied = bahdanau.AttentionSeq2Seq(12, 9, 4, 6, 5, d_readout=4, tie=True)
+    assert tied.decoder.out.weight is tied.decoder.embedding.weight
+
+
+def test_a_tied_readout_must_match_the_embedding():
+    import pytest
+
+    with pytest.raises(ValueError, match="d_readout"):
+        bahdanau.AttentionSeq2Seq(12, 9, 4, 6, 5, d_readout=3, tie=True)
+    with pytest.raises(ValueError, match="readout"):
+        bahdanau.AttentionSeq2Seq(12, 9, 4, 6, 5, tie=True)

@@ -68,3 +68,23 @@ def test_training_reduces_the_loss_and_the_cache_answers(tmp_path, monkeypatch):
     assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), again.state_dict().values()))
     tokens, _ = model.generate(batch.src, batch.src_mask, 5)
     assert tokens[:, :5].tolist()[0][:5] == [4, 5, 6, 7, 2]
+
+
+def test_the_fused_forward_equals_teacher_forcing_step_by_step():
+    torch.manual_seed(0)
+    model = seq2seq.Seq2Seq(12, 9, 4, 6).double()
+    batch = make_batch([[4, 5, 6], [4, 5, 6, 7, 8]], [[3, 4, 5], [3]], 0, 2)
+    _, final = model.encoder(batch.src, batch.src_mask)
+    stepwise = seq2seq.teacher_forcing(model.decoder, final, batch.tgt, model.bos_id)
+    torch.testing.assert_close(model(batch.src, batch.src_mask, batch.tgt), stepwise, atol=1e-12, rtol=0)
+
+
+def test_generation_stops_once_every_sequence_has_ended():
+    torch.manual_seed(0)
+    model = seq2seq.Seq2Seq(8, 8, 4, 6)
+    with torch.no_grad():
+        model.decoder.out.bias.fill_(-100.0)
+        model.decoder.out.bias[2] = 100.0  # the model always says <eos>
+    batch = make_batch([[4, 5, 6], [4, 5]], [[3], [3]], 0, 2)
+    tokens, _ = model.generate(batch.src, batch.src_mask, 10)
+    assert tokens.tolist() == [[2], [2]]

@@ -62,63 +62,103 @@ class AttentionDecoderStep(nn.Module):
     -> logits (B, V), s_new (B, H), weights (B, T)
 
     The previous state s queries the encoder states; the context and the embedded previous token
-    go into the GRU cell; the output layer sees the new state and the context.
+    go into the GRU cell; the output layer sees the new state and the context. With ``d_readout``,
+    the output goes through a smaller tanh layer first, as in Bahdanau's readout (this keeps the
+    big V-wide layer cheap for an 8,000-token vocabulary), and ``tie=True`` then shares the output
+    layer's weight with the target embedding (d_readout must equal d_emb).
     """
 
-    def __init__(self, vocab_size: int, d_emb: int, d_hidden: int, d_enc: int, d_att: int) -> None:
+    def __init__(self, vocab_size: int, d_emb: int, d_hidden: int, d_enc: int, d_att: int,
+                 d_readout: int | None = None, tie: bool = False) -> None:
         super().__init__()
         self.embedding = nn.Embedding(vocab_size, d_emb)
         self.W = nn.Linear(d_hidden, d_att, bias=False)
         self.U = nn.Linear(d_enc, d_att, bias=False)
         self.v = nn.Linear(d_att, 1, bias=False)
         self.cell = nn.GRUCell(d_emb + d_enc, d_hidden)
-        self.out = nn.Linear(d_hidden + d_enc, vocab_size)
+        if d_readout is None:
+            if tie:
+                raise ValueError("tie=True needs a readout layer of size d_emb (d_readout=d_emb)")
+            self.readout = None
+            self.out = nn.Linear(d_hidden + d_enc, vocab_size)
+        else:
+            if tie and d_readout != d_emb:
+                raise ValueError(f"to tie the output layer to the embedding, d_readout ({d_readout}) must equal "
+                                 f"d_emb ({d_emb})")
+            self.readout = nn.Linear(d_hidden + d_enc, d_readout)
+            self.out = nn.Linear(d_readout, vocab_size)
+            if tie:
+                self.out.weight = self.embedding.weight
 
-    def forward(self, y_prev: Tensor, s: Tensor, h: Tensor, mask: Tensor | None = None,
-                keys: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
-        """``keys`` = self.U(h) may be passed in precomputed: it does not change from step to step."""
+    def attend(self, y_prev: Tensor, s: Tensor, h: Tensor, mask: Tensor | None = None,
+               keys: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
+        """The step without its output layer: (s_new (B, H), context (B, H_enc), weights (B, T)).
+
+        ``keys`` = self.U(h) may be passed in precomputed: it does not change from step to step.
+        """
         if keys is None:
             scores = additive_score(s, h, self.W.weight, self.U.weight, self.v.weight[0])  # (B, T)
         else:
-            scores = (torch.tanh(self.W(s)[:, None, :] + keys) @ self.v.weight[0])  # the same, faster
+            scores = torch.tanh(self.W(s)[:, None, :] + keys) @ self.v.weight[0]  # the same, faster
         context, weights = attention_context(scores, h, mask)  # (B, H_enc), (B, T)
         s_new = self.cell(torch.cat([self.embedding(y_prev), context], dim=-1), s)  # (B, H)
-        logits = self.out(torch.cat([s_new, context], dim=-1))  # (B, V)
-        return logits, s_new, weights
+        return s_new, context, weights
+
+    def project(self, s_new: Tensor, context: Tensor) -> Tensor:
+        """Logits (..., V) from the new state (..., H) and the context (..., H_enc)."""
+        features = torch.cat([s_new, context], dim=-1)
+        if self.readout is not None:
+            features = torch.tanh(self.readout(features))
+        return self.out(features)
+
+    def forward(self, y_prev: Tensor, s: Tensor, h: Tensor, mask: Tensor | None = None,
+                keys: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
+        s_new, context, weights = self.attend(y_prev, s, h, mask, keys)
+        return self.project(s_new, context), s_new, weights
 
 
 class AttentionSeq2Seq(nn.Module):
     """The encoder of chapter 3 with an attention decoder: every encoder state stays available at every step."""
 
     def __init__(self, src_vocab: int, tgt_vocab: int, d_emb: int = 32, d_hidden: int = 128, d_att: int = 64,
-                 bos_id: int = 1) -> None:
+                 bos_id: int = 1, d_readout: int | None = None, tie: bool = False, eos_id: int = 2) -> None:
         super().__init__()
         self.encoder = Encoder(src_vocab, d_emb, d_hidden)
-        self.decoder = AttentionDecoderStep(tgt_vocab, d_emb, d_hidden, d_hidden, d_att)
-        self.bos_id = bos_id
+        self.decoder = AttentionDecoderStep(tgt_vocab, d_emb, d_hidden, d_hidden, d_att, d_readout, tie)
+        self.bos_id, self.eos_id = bos_id, eos_id
 
     def forward(self, src: Tensor, src_mask: Tensor, tgt: Tensor) -> tuple[Tensor, Tensor]:
         """Teacher-forced logits (B, T_y, V) and attention weights (B, T_y, T_x)."""
         h, s = self.encoder(src, src_mask)
         keys = self.decoder.U(h)  # (B, T_x, A), computed once
         inputs = shift_right(tgt, self.bos_id)
-        logits, weights = [], []
+        states, contexts, weights = [], [], []
         for t in range(tgt.shape[1]):
-            step_logits, s, w = self.decoder(inputs[:, t], s, h, src_mask, keys)
-            logits.append(step_logits)
+            s, c, w = self.decoder.attend(inputs[:, t], s, h, src_mask, keys)
+            states.append(s)
+            contexts.append(c)
             weights.append(w)
-        return torch.stack(logits, dim=1), torch.stack(weights, dim=1)
+        # The output layer runs once over all steps: one big matrix product instead of T_y small ones.
+        logits = self.decoder.project(torch.stack(states, dim=1), torch.stack(contexts, dim=1))  # (B, T_y, V)
+        return logits, torch.stack(weights, dim=1)
 
     @torch.no_grad()
     def generate(self, src: Tensor, src_mask: Tensor, max_len: int) -> tuple[Tensor, Tensor]:
-        """Greedy tokens (B, max_len) and the attention weights (B, max_len, T_x) of every step."""
+        """Greedy tokens (B, L) and the attention weights (B, L, T_x) of every step, L <= max_len.
+
+        Decoding stops early once every sequence has written <eos>.
+        """
         h, s = self.encoder(src, src_mask)
         keys = self.decoder.U(h)
         y = torch.full((src.shape[0],), self.bos_id, dtype=torch.long, device=src.device)
+        done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
         tokens, weights = [], []
         for _ in range(max_len):
             logits, s, w = self.decoder(y, s, h, src_mask, keys)
             y = logits.argmax(dim=-1)
             tokens.append(y)
             weights.append(w)
+            done |= y == self.eos_id
+            if bool(done.all()):
+                break
         return torch.stack(tokens, dim=1), torch.stack(weights, dim=1)

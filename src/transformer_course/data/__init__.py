@@ -6,7 +6,7 @@
 - ``batching``: padding with boolean masks (True = real token) and batches of similar lengths.
 """
 
-from .batching import Batch, length_batches, make_batch, make_batches, pad_sequences
+from .batching import Batch, length_batches, make_batch, make_batches, pad_sequences, token_batches
 from .dates import CharVocab, date_splits, make_date_pairs, to_iso
 from .tokenize import BPETokenizer, train_bpe
 
@@ -20,6 +20,7 @@ __all__ = [
     "make_batches",
     "make_date_pairs",
     "pad_sequences",
+    "token_batches",
     "to_iso",
     "train_bpe",
 ]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-__all__ = ["Batch", "length_batches", "make_batch", "make_batches", "pad_sequences"]
+__all__ = ["Batch", "length_batches", "make_batch", "make_batches", "pad_sequences", "token_batches"]
 
 
 def pad_sequences(seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[Tensor, Tensor]:
@@ -86,4 +86,42 @@ def make_batches(
 ) -> list[Batch]:
     """Padded batches of pairs of similar source length."""
     groups = length_batches([len(s) for s in src_seqs], batch_size, shuffle, seed)
+    return [make_batch([src_seqs[i] for i in g], [tgt_seqs[i] for i in g], pad_id, eos_id) for g in groups]
+
+
+def token_batches(
+    src_seqs: Sequence[Sequence[int]],
+    tgt_seqs: Sequence[Sequence[int]],
+    max_tokens: int,
+    pad_id: int,
+    eos_id: int,
+    shuffle: bool = True,
+    seed: int = 0,
+) -> list[Batch]:
+    """Batches by token count, as in the Transformer paper: pairs sorted by length, and each batch as many
+    pairs as fit in ``max_tokens`` counting padding (B * max(T_x, T_y + 1) <= max_tokens), so short
+    sentences come in big batches and long ones in small. The order of the batches is shuffled."""
+    if len(src_seqs) != len(tgt_seqs):
+        raise ValueError(f"{len(src_seqs)} sources but {len(tgt_seqs)} targets")
+    rng = random.Random(seed)
+    order = list(range(len(src_seqs)))
+    if shuffle:
+        rng.shuffle(order)
+    size = [max(len(src_seqs[i]), len(tgt_seqs[i]) + 1) for i in range(len(src_seqs))]  # +1: the <eos>
+    order.sort(key=lambda i: (len(src_seqs[i]), len(tgt_seqs[i])))
+    groups: list[list[int]] = []
+    group: list[int] = []
+    longest = 0
+    for i in order:
+        if size[i] > max_tokens:
+            raise ValueError(f"pair {i} has {size[i]} tokens, more than max_tokens={max_tokens}")
+        if group and max(longest, size[i]) * (len(group) + 1) > max_tokens:
+            groups.append(group)
+            group, longest = [], 0
+        group.append(i)
+        longest = max(longest, size[i])
+    if group:
+        groups.append(group)
+    if shuffle:
+        rng.shuffle(groups)
     return [make_batch([src_seqs[i] for i in g], [tgt_seqs[i] for i in g], pad_id, eos_id) for g in groups]

@@ -1,7 +1,7 @@
 """A synthetic translation task: human-readable dates to ISO 8601, at the character level.
 
     >>> make_date_pairs(2, seed=0)  # doctest: +SKIP
-    [('tuesday, march 3 2021', '2021-03-02'), ('03/05/79', '1979-05-03')]
+    [('tuesday, march 2 2021', '2021-03-02'), ('03/05/79', '1979-05-03')]
 
 Every date lies between 1950-01-01 and 2049-12-31, so that a two-digit year is never ambiguous:
 50-99 mean 19xx and 00-49 mean 20xx. Day-first is the only numeric order used (``03/05/79`` is the

@@ -1,0 +1,229 @@
+"""Chapter 3 exercises: the encoder, a decoder step, teacher forcing, greedy decoding."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .. import seq2seq as ref
+from .registry import Case, Exercise, Mistake, randn, register
+
+NOTEBOOK = "03_encoder_decoder.ipynb"
+BOS = 1
+
+
+def _ids(g: torch.Generator, vocab: int, *shape: int) -> torch.Tensor:
+    return torch.randint(3, vocab, shape, generator=g)
+
+
+def _mask(lengths: list[int], t: int) -> torch.Tensor:
+    return torch.arange(t)[None, :] < torch.tensor(lengths)[:, None]
+
+
+def _gru_state(g: torch.Generator, prefix: str, suffix: str, d_in: int, d_hidden: int) -> dict:
+    s = 1 / math.sqrt(d_hidden)
+    return {
+        f"{prefix}weight_ih{suffix}": randn(g, 3 * d_hidden, d_in, scale=s),
+        f"{prefix}weight_hh{suffix}": randn(g, 3 * d_hidden, d_hidden, scale=s),
+        f"{prefix}bias_ih{suffix}": randn(g, 3 * d_hidden, scale=s),
+        f"{prefix}bias_hh{suffix}": randn(g, 3 * d_hidden, scale=s),
+    }
+
+
+# 3.1 the encoder --------------------------------------------------------------------------------
+
+
+def _encoder_state(g: torch.Generator, vocab: int, d_emb: int, d_hidden: int) -> dict:
+    return {"embedding.weight": randn(g, vocab, d_emb), **_gru_state(g, "rnn.", "_l0", d_emb, d_hidden)}
+
+
+def _encoder_cases(g: torch.Generator) -> list[Case]:
+    init = {"vocab_size": 9, "d_emb": 4, "d_hidden": 5}
+    return [
+        Case("one sequence of length 6, no padding", (_ids(g, 9, 1, 6), _mask([6], 6)), init=init,
+             state=_encoder_state(g, 9, 4, 5)),
+        Case("batch of 3, lengths 7, 4 and 2 (padded)", (_ids(g, 9, 3, 7), _mask([7, 4, 2], 7)), init=init,
+             state=_encoder_state(g, 9, 4, 5)),
+        Case("batch of 2, lengths 1 and 5", (_ids(g, 9, 2, 5), _mask([1, 5], 5)), init=init,
+             state=_encoder_state(g, 9, 4, 5)),
+    ]
+
+
+class _EncoderLastPosition(ref.Encoder):
+    def forward(self, src, src_mask):
+        states, _ = self.rnn(self.embedding(src))
+        return states, states[:, -1]
+
+
+class _EncoderFirstPosition(ref.Encoder):
+    def forward(self, src, src_mask):
+        states, _ = self.rnn(self.embedding(src))
+        return states, states[:, 0]
+
+
+# 3.2 a decoder step -----------------------------------------------------------------------------
+
+
+def _step_state(g: torch.Generator, vocab: int, d_emb: int, d_hidden: int) -> dict:
+    return {
+        "embedding.weight": randn(g, vocab, d_emb),
+        **_gru_state(g, "cell.", "", d_emb, d_hidden),
+        "out.weight": randn(g, vocab, d_hidden, scale=1 / math.sqrt(d_hidden)),
+        "out.bias": randn(g, vocab, scale=0.1),
+    }
+
+
+def _step_cases(g: torch.Generator) -> list[Case]:
+    init = {"vocab_size": 7, "d_emb": 3, "d_hidden": 5}
+    return [
+        Case(f"batch of {b}", (_ids(g, 7, b), randn(g, b, 5)), init=init, state=_step_state(g, 7, 3, 5))
+        for b in (1, 4, 2)
+    ]
+
+
+class _StepOldState(ref.DecoderStep):
+    def forward(self, y_prev, h):
+        h_new = self.cell(self.embedding(y_prev), h)
+        return self.out(h), h_new
+
+
+class _StepReturnsOldState(ref.DecoderStep):
+    def forward(self, y_prev, h):
+        h_new = self.cell(self.embedding(y_prev), h)
+        return self.out(h_new), h
+
+
+# 3.3 teacher forcing and 3.4 greedy decoding: functions of a given decoder step ----------------------
+
+
+def _given_step(g: torch.Generator, vocab: int, d_emb: int, d_hidden: int) -> ref.DecoderStep:
+    step = ref.DecoderStep(vocab, d_emb, d_hidden).double()
+    step.load_state_dict(_step_state(g, vocab, d_emb, d_hidden))
+    return step.eval()
+
+
+def _tf_cases(g: torch.Generator) -> list[Case]:
+    cases = []
+    for b, t in ((1, 4), (3, 5), (2, 1)):
+        cases.append(Case(f"batch of {b}, target length {t}",
+                          (_given_step(g, 8, 3, 4), randn(g, b, 4), _ids(g, 8, b, t), BOS)))
+    return cases
+
+
+def _tf_unshifted(step, h0, targets, bos_id):
+    h, out = h0, []
+    for t in range(targets.shape[1]):
+        logits, h = step(targets[:, t], h)
+        out.append(logits)
+    return torch.stack(out, dim=1)
+
+
+def _tf_own_predictions(step, h0, targets, bos_id):
+    return _greedy_logits(step, h0, bos_id, targets.shape[1])
+
+
+def _greedy_logits(step, h0, bos_id, n):
+    y = torch.full((h0.shape[0],), bos_id, dtype=torch.long)
+    h, out = h0, []
+    for _ in range(n):
+        logits, h = step(y, h)
+        y = logits.argmax(-1)
+        out.append(logits)
+    return torch.stack(out, dim=1)
+
+
+def _tf_state_reset(step, h0, targets, bos_id):
+    inputs = ref.shift_right(targets, bos_id)
+    return torch.stack([step(inputs[:, t], h0)[0] for t in range(targets.shape[1])], dim=1)
+
+
+def _greedy_cases(g: torch.Generator) -> list[Case]:
+    return [
+        Case(f"batch of {b}, {n} steps", (_given_step(g, 9, 4, 6), randn(g, b, 6, scale=2.0), BOS, n))
+        for b, n in ((1, 5), (4, 6), (3, 1))
+    ]
+
+
+def _greedy_always_bos(step, h0, bos_id, max_len):
+    y = torch.full((h0.shape[0],), bos_id, dtype=torch.long)
+    h, out = h0, []
+    for _ in range(max_len):
+        logits, h = step(y, h)
+        out.append(logits)
+    return torch.stack(out, dim=1)
+
+
+def _greedy_state_reset(step, h0, bos_id, max_len):
+    y = torch.full((h0.shape[0],), bos_id, dtype=torch.long)
+    out = []
+    for _ in range(max_len):
+        logits, _ = step(y, h0)
+        y = logits.argmax(-1)
+        out.append(logits)
+    return torch.stack(out, dim=1)
+
+
+register(
+    Exercise(
+        id="3.1",
+        title="the encoder",
+        points=3,
+        name="Encoder",
+        kind="module",
+        reference=ref.Encoder,
+        make_cases=_encoder_cases,
+        mistakes=(
+            Mistake("`final` is the state at the last position, which is padding for the shorter sequences: take "
+                    "each sequence's state at its own last real token (lengths - 1).", _EncoderLastPosition),
+            Mistake("`final` is the state after the first token; the encoder's summary is its state after the last "
+                    "real token.", _EncoderFirstPosition),
+        ),
+    ),
+    Exercise(
+        id="3.2",
+        title="a decoder step",
+        points=2,
+        name="DecoderStep",
+        kind="module",
+        reference=ref.DecoderStep,
+        make_cases=_step_cases,
+        mistakes=(
+            Mistake("the logits come from the old state h: compute them from the new state that the cell returns.",
+                    _StepOldState),
+            Mistake("return the new state h_new, not the state you were given.", _StepReturnsOldState),
+        ),
+    ),
+    Exercise(
+        id="3.3",
+        title="teacher forcing",
+        points=3,
+        name="teacher_forcing",
+        kind="function",
+        reference=ref.teacher_forcing,
+        make_cases=_tf_cases,
+        mistakes=(
+            Mistake("the inputs are not shifted: at step t the decoder must get the previous token (<bos> at t = 0, "
+                    "then targets[:, t-1]), not the token it has to predict.", _tf_unshifted),
+            Mistake("the decoder is fed its own predictions: with teacher forcing it gets the true previous token.",
+                    _tf_own_predictions),
+            Mistake("every step starts again from h0: carry the state returned by one step into the next.",
+                    _tf_state_reset),
+        ),
+    ),
+    Exercise(
+        id="3.4",
+        title="greedy decoding",
+        points=2,
+        name="greedy_decode",
+        kind="function",
+        reference=ref.greedy_decode,
+        make_cases=_greedy_cases,
+        mistakes=(
+            Mistake("every step gets <bos> as input: feed back the token chosen at the previous step.",
+                    _greedy_always_bos),
+            Mistake("every step starts again from h0: carry the state returned by one step into the next.",
+                    _greedy_state_reset),
+        ),
+    ),
+)

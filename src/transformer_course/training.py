@@ -1,0 +1,258 @@
+"""Training translation models (chapters 4, 8 and 9): the loss, the learning-rate schedule, the device,
+and a loop with a step or time budget, exact checkpoints and DistributedDataParallel.
+
+A model takes ``model(src, src_mask, tgt)`` and returns logits (B, T_y, V) (or a tuple whose first
+item is the logits), with ``tgt`` the targets followed by <eos>: the model shifts them right itself
+(<bos> first), so every model of the course trains with the same loop.
+
+Shapes: B batch, T_x source length, T_y target length, V target vocabulary size. Masks are boolean,
+True at real tokens.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+from torch import Tensor, nn
+
+__all__ = [
+    "Settings",
+    "fit",
+    "inverse_sqrt_lr",
+    "label_smoothed_loss",
+    "noam_lr",
+    "pick_device",
+]
+
+
+# The loss and the schedule ----------------------------------------------------------------------
+
+
+def label_smoothed_loss(logits: Tensor, targets: Tensor, mask: Tensor, smoothing: float = 0.1) -> Tensor:
+    """Mean label-smoothed cross-entropy over the real target tokens.
+
+    The target distribution puts 1 - smoothing on the right token and spreads ``smoothing`` evenly
+    over all V tokens (the right one included), as ``F.cross_entropy(label_smoothing=...)`` does.
+    logits (B, T, V), targets (B, T) int64, mask (B, T) bool -> scalar
+    """
+    if not 0.0 <= smoothing < 1.0:
+        raise ValueError(f"smoothing must be in [0, 1), got {smoothing}")
+    if logits.shape[:-1] != targets.shape or targets.shape != mask.shape:
+        raise ValueError(f"logits {tuple(logits.shape)} must be targets {tuple(targets.shape)} plus a vocabulary "
+                         f"axis, and the mask {tuple(mask.shape)} the shape of the targets")
+    if logits.dtype in (torch.float16, torch.bfloat16):
+        logits = logits.float()  # the softmax of a 16-bit autocast output is taken in 32 bits
+    log_probs = torch.log_softmax(logits, dim=-1)  # (B, T, V)
+    nll = -log_probs.gather(-1, targets.unsqueeze(-1)).squeeze(-1)  # (B, T)
+    uniform = -log_probs.mean(dim=-1)  # (B, T): cross-entropy against the uniform distribution
+    loss = (1.0 - smoothing) * nll + smoothing * uniform
+    weights = mask.to(loss.dtype)
+    return (loss * weights).sum() / weights.sum().clamp(min=1.0)
+
+
+def noam_lr(step: int, d_model: int, warmup: int, factor: float = 1.0) -> float:
+    """The schedule of "Attention is all you need": factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5).
+
+    It rises linearly for ``warmup`` steps, peaks at factor / sqrt(d_model * warmup), then decays as
+    1 / sqrt(step). Steps count from 1.
+    """
+    if step < 1 or warmup < 1:
+        raise ValueError(f"step and warmup count from 1, got step={step}, warmup={warmup}")
+    return factor * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
+
+
+def inverse_sqrt_lr(step: int, peak: float, warmup: int) -> float:
+    """The same shape as ``noam_lr``, named by its peak: peak * min(step / warmup, sqrt(warmup / step))."""
+    if step < 1 or warmup < 1:
+        raise ValueError(f"step and warmup count from 1, got step={step}, warmup={warmup}")
+    return peak * min(step / warmup, math.sqrt(warmup / step))
+
+
+# The device -------------------------------------------------------------------------------------
+
+
+def pick_device(name: str | None = None) -> torch.device:
+    """``name`` if given ('cpu', 'cuda', 'mps'), else CUDA, then Apple's MPS, then the CPU."""
+    if name:
+        if name.startswith("cuda") and not torch.cuda.is_available():
+            raise RuntimeError(f"device {name!r} was asked for, but PyTorch sees no CUDA GPU")
+        return torch.device(name)
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+# The loop ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Settings:
+    """How to train. Stop after ``steps`` updates or ``seconds`` of training (evaluation excluded), whichever first."""
+
+    steps: int | None = None
+    seconds: float | None = None
+    peak_lr: float = 1e-3
+    warmup: int = 400
+    smoothing: float = 0.1
+    clip: float = 1.0
+    seed: int = 0
+    eval_every_steps: int = 0  # evaluate every so many steps (0: never) ...
+    eval_every_seconds: float = 0.0  # ... or every so many seconds of training (0: never)
+    bf16: bool = True  # bf16 autocast, on a CUDA device only
+    betas: tuple[float, float] = (0.9, 0.98)
+    extra: dict = field(default_factory=dict)  # free-form, kept with the checkpoint
+
+    def __post_init__(self) -> None:
+        if self.steps is None and self.seconds is None:
+            raise ValueError("give a budget: steps, seconds, or both")
+        if self.steps is not None and self.steps < 1:
+            raise ValueError(f"steps must be positive, got {self.steps}")
+        if self.seconds is not None and self.seconds <= 0:
+            raise ValueError(f"seconds must be positive, got {self.seconds}")
+
+
+def _world() -> tuple[int, int]:
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def _rng_state() -> dict:
+    return {"torch": torch.get_rng_state(), "python": random.getstate()}
+
+
+def _set_rng_state(state: dict) -> None:
+    torch.set_rng_state(state["torch"])
+    random.setstate(state["python"])
+
+
+def fit(
+    model: nn.Module,
+    batches: Sequence,
+    settings: Settings,
+    evaluate: Callable[[nn.Module], float] | None = None,
+    checkpoint: str | Path | None = None,
+    device: torch.device | None = None,
+    progress: bool = True,
+    log: Callable[[str], None] | None = None,
+) -> dict:
+    """Train ``model`` on ``batches`` (a list of data.Batch, cycled in a seeded random order, reshuffled each epoch).
+
+    Adam (betas 0.9, 0.98) with the warm-up then inverse-square-root schedule peaking at
+    ``settings.peak_lr``, label-smoothed cross-entropy over the real target tokens, gradient clipping.
+
+    - ``evaluate(model) -> score`` is called in eval mode on the schedule of the settings (and at the end);
+      its time does not count towards the budget.
+    - ``checkpoint``: the state (model, optimizer, step, batch order, random generators, history) is
+      saved there at the end and resumed from when the file exists, so that 10 + 10 steps give exactly
+      the parameters of 20 steps.
+    - Under ``torchrun`` (torch.distributed initialised by the caller, the model wrapped in
+      DistributedDataParallel), rank r takes batch r of every group of ``world_size``: each step sees
+      world_size batches, and the gradients are averaged across processes.
+
+    Returns the history: {'loss': [...], 'lr': [...], 'eval': [(step, seconds, score)], 'step', 'seconds',
+    'tokens' (target tokens seen, all processes), 'device'}.
+    """
+    rank, world = _world()
+    device = device or next(model.parameters()).device
+    core = model.module if hasattr(model, "module") else model  # the model inside DDP
+    optimizer = torch.optim.Adam(model.parameters(), lr=settings.peak_lr, betas=settings.betas, eps=1e-9)
+    generator = torch.Generator().manual_seed(settings.seed)
+    history: dict = {"loss": [], "lr": [], "eval": [], "step": 0, "seconds": 0.0, "tokens": 0,
+                     "device": str(device), "world_size": world, "settings": asdict(settings)}
+    order: list[int] = []
+    if checkpoint is not None and Path(checkpoint).is_file():
+        saved = torch.load(checkpoint, map_location="cpu", weights_only=False)
+        core.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        generator.set_state(saved["generator"])
+        order, history = saved["order"], saved["history"]
+        _set_rng_state(saved["rng"])
+    use_bf16 = settings.bf16 and device.type == "cuda"
+    n_batches = len(batches) - len(batches) % world  # every process takes the same number of batches
+    if n_batches < world:
+        raise ValueError(f"{len(batches)} batches cannot be shared among {world} processes")
+
+    bar = None
+    if progress and rank == 0:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=settings.steps, initial=history["step"], unit="step", dynamic_ncols=True)
+    start_step, trained = history["step"], history["seconds"]
+    next_eval = (trained // settings.eval_every_seconds + 1) * settings.eval_every_seconds \
+        if settings.eval_every_seconds else math.inf
+
+    def run_eval() -> None:
+        if evaluate is None or rank != 0:  # only the first process evaluates; the others train on
+            return
+        model.eval()
+        score = evaluate(core)
+        model.train()
+        history["eval"].append((history["step"], round(trained, 3), score))
+        if log and rank == 0:
+            log(f"step {history['step']:6d}  {trained:7.1f} s  loss {history['loss'][-1]:.3f}  score {score:.2f}")
+
+    model.train()
+    while True:
+        step = history["step"] + 1
+        if settings.steps is not None and step > settings.steps:
+            break
+        if settings.seconds is not None:
+            out_of_time = torch.tensor(float(trained >= settings.seconds))
+            if world > 1:
+                dist.broadcast(out_of_time, src=0)  # rank 0's clock decides, so that every process stops together
+            if out_of_time.item():
+                break
+        t0 = time.perf_counter()
+        if len(order) < world:
+            order = torch.randperm(n_batches, generator=generator).tolist()
+        picked = [order.pop() for _ in range(world)]
+        batch = batches[picked[rank]].to(device)
+        for group in optimizer.param_groups:
+            group["lr"] = inverse_sqrt_lr(step, settings.peak_lr, settings.warmup)
+        with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=use_bf16):
+            out = model(batch.src, batch.src_mask, batch.tgt)
+        logits = out[0] if isinstance(out, tuple) else out
+        loss = label_smoothed_loss(logits, batch.tgt, batch.tgt_mask, settings.smoothing)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if settings.clip:
+            nn.utils.clip_grad_norm_(model.parameters(), settings.clip)
+        optimizer.step()
+        loss_value = loss.item()  # synchronises with the device, so the clock below is honest
+        trained += time.perf_counter() - t0
+        history["loss"].append(loss_value)
+        history["lr"].append(optimizer.param_groups[0]["lr"])
+        history["step"], history["seconds"] = step, trained
+        history["tokens"] += sum(int(batches[i].tgt_mask.sum()) for i in picked)
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss_value:.3f}", refresh=False)
+        if (settings.eval_every_steps and step % settings.eval_every_steps == 0) or trained >= next_eval:
+            run_eval()
+            while next_eval <= trained:
+                next_eval += settings.eval_every_seconds
+    if bar is not None:
+        bar.close()
+    if evaluate is not None and (not history["eval"] or history["eval"][-1][0] != history["step"]):
+        run_eval()
+    model.eval()
+    if checkpoint is not None and rank == 0:
+        path = Path(checkpoint)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        torch.save({"model": core.state_dict(), "optimizer": optimizer.state_dict(), "generator": generator.get_state(),
+                    "order": order, "history": history, "rng": _rng_state()}, tmp)
+        tmp.replace(path)
+    history["trained_steps_this_call"] = history["step"] - start_step
+    return history

@@ -1,0 +1,168 @@
+"""English-to-Spanish translation on Tatoeba (chapters 3, 4, 8 and 9): the data, the models, their
+configurations for a CPU and a GPU, training with the model cache, and held-out evaluation.
+
+Every model is trained on the same split, with the same tokenizer, and evaluated the same way: greedy
+decoding of every distinct test sentence, detokenised, corpus BLEU against all of its references.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+
+import torch
+from torch import nn
+
+from .configs import CONFIGS
+from .data.batching import Batch, token_batches
+from .data.tatoeba import SPA_TSV_SHA256, multi_reference, tatoeba_split
+from .data.tokenize import BPETokenizer, train_bpe
+from .metrics import bleu_by_length, corpus_bleu
+from .seq2seq import cache_dir, cached_training, count_parameters
+from .training import Settings, fit, pick_device
+
+__all__ = ["CONFIGS", "TranslationData", "build_model", "evaluate_bleu", "load_data", "translation_experiment"]
+
+VOCAB_SIZE = 8000
+MAX_TRAIN_TOKENS = 48  # training pairs longer than this (in BPE tokens, either side) are left out: 0.1% of them
+
+@dataclass
+class TranslationData:
+    tokenizer: BPETokenizer
+    train: list[Batch]
+    test_sources: list[str]  # every distinct English test sentence, in order
+    test_references: list[list[str]]  # all of its Spanish translations
+    test_ids: list[list[int]]  # the test sentences in BPE ids
+    fingerprint: str  # identifies the data, the split and the tokenizer for the model cache
+
+
+def _tokenizer(texts: list[str], key: str, vocab_size: int) -> BPETokenizer:
+    path = cache_dir() / f"bpe-{key}.json"
+    if path.is_file():
+        try:
+            return BPETokenizer.load(path)
+        except Exception:  # a damaged file: learn it again
+            pass
+    tokenizer = train_bpe(texts, vocab_size=vocab_size)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tokenizer.save(tmp)
+    tmp.replace(path)
+    return tokenizer
+
+
+@lru_cache(maxsize=4)
+def load_data(max_tokens: int = 1000, seed: int = 0, vocab_size: int = VOCAB_SIZE) -> TranslationData:
+    """The course's Tatoeba split, a shared BPE learned from its training half, and token-count batches."""
+    split = tatoeba_split()
+    texts = [en for en, _ in split.train] + [es for _, es in split.train]
+    key = hashlib.sha256(f"{SPA_TSV_SHA256} {vocab_size} split=0.05/0.05/0".encode()).hexdigest()[:12]
+    tokenizer = _tokenizer(texts, key, vocab_size)
+    src = tokenizer.encode_batch([en for en, _ in split.train])
+    tgt = tokenizer.encode_batch([es for _, es in split.train])
+    kept = [i for i in range(len(src)) if len(src[i]) <= MAX_TRAIN_TOKENS and len(tgt[i]) < MAX_TRAIN_TOKENS]
+    batches = token_batches([src[i] for i in kept], [tgt[i] for i in kept], max_tokens, tokenizer.pad_id,
+                            tokenizer.eos_id, seed=seed)
+    test = multi_reference(split.test)
+    sources = [en for en, _ in test]
+    fingerprint = f"tatoeba {SPA_TSV_SHA256[:12]} bpe {hashlib.sha256(tokenizer.to_str().encode()).hexdigest()[:12]} " \
+                  f"max_tokens {max_tokens} seed {seed}"
+    return TranslationData(tokenizer, batches, sources, [refs for _, refs in test], tokenizer.encode_batch(sources),
+                           fingerprint)
+
+
+def build_model(config: dict, vocab_size: int, seed: int = 0) -> nn.Module:
+    torch.manual_seed(seed)
+    kind = config["model"]
+    if kind == "seq2seq":
+        from .seq2seq import Seq2Seq
+
+        return Seq2Seq(vocab_size, vocab_size, config["d_emb"], config["d_hidden"])
+    if kind == "bahdanau":
+        from .bahdanau import AttentionSeq2Seq
+
+        return AttentionSeq2Seq(vocab_size, vocab_size, config["d_emb"], config["d_hidden"], config["d_att"],
+                                d_readout=config.get("d_readout"), tie=config.get("tie", False))
+    if kind == "transformer":
+        from .transformer import Transformer
+
+        keys = ("d_model", "n_heads", "n_encoder_layers", "n_decoder_layers", "d_ff", "dropout", "norm_first",
+                "tie_embeddings")
+        return Transformer(vocab_size, vocab_size, **{k: config[k] for k in keys if k in config})
+    raise ValueError(f"unknown model kind {kind!r}: expected 'seq2seq', 'bahdanau' or 'transformer'")
+
+
+def max_output_length(src_len: int) -> int:
+    """Greedy decoding stops at <eos> or at this many tokens: Spanish runs a little longer than English."""
+    return int(1.5 * src_len) + 10
+
+
+@torch.no_grad()
+def greedy_translations(model: nn.Module, data: TranslationData, batch_size: int = 256) -> list[str]:
+    """Greedy translations of every distinct test sentence, decoded to text."""
+    device = next(model.parameters()).device
+    out: list[str] = [""] * len(data.test_ids)
+    order = sorted(range(len(data.test_ids)), key=lambda i: len(data.test_ids[i]))
+    from .data.batching import pad_sequences
+
+    model.eval()
+    for start in range(0, len(order), batch_size):
+        group = order[start : start + batch_size]
+        src, mask = pad_sequences([data.test_ids[i] for i in group], data.tokenizer.pad_id)
+        tokens, _ = model.generate(src.to(device), mask.to(device), max_output_length(src.shape[1]))
+        for row, i in enumerate(group):
+            out[i] = data.tokenizer.decode(tokens[row].tolist())
+    return out
+
+
+def evaluate_bleu(model: nn.Module, data: TranslationData) -> float:
+    return corpus_bleu(greedy_translations(model, data), data.test_references)
+
+
+def translation_experiment(name: str, seconds: float | None = None, steps: int | None = None,
+                           eval_every_seconds: float = 0.0, device: str | None = None, log: Callable | None = None,
+                           progress: bool = True, **overrides) -> dict:
+    """Train (or load from the cache) the configuration ``name`` of CONFIGS, then score it on the test set."""
+    config = {**CONFIGS[name], **overrides}
+    if seconds is not None or steps is not None:
+        config["steps"], config["seconds"] = steps, seconds
+    data = load_data(config["max_tokens"], vocab_size=config.get("vocab", VOCAB_SIZE))
+    dev = pick_device(device)
+    settings = Settings(steps=config.get("steps"), seconds=config.get("seconds"), peak_lr=config["peak_lr"],
+                        warmup=config["warmup"], smoothing=config.get("smoothing", 0.1),
+                        eval_every_seconds=eval_every_seconds)
+
+    def build() -> nn.Module:
+        return build_model(config, len(data.tokenizer)).to(dev)
+
+    def train(model: nn.Module) -> dict:
+        evaluate = (lambda m: evaluate_bleu(m, data)) if eval_every_seconds else None
+        history = fit(model, data.train, settings, evaluate=evaluate, device=dev, progress=progress, log=log)
+        # The test translations are kept with the model, so that loading it from the cache costs no decoding.
+        start = time.perf_counter()
+        history["test_hypotheses"] = greedy_translations(model, data)
+        history["decode_seconds"] = time.perf_counter() - start
+        return history
+
+    key_config = {**config, "device": dev.type}
+    code: tuple = ()
+    if config["model"] == "transformer":
+        from . import multihead, positional, transformer
+
+        code = (transformer, multihead, positional)
+    model, history, loaded = cached_training(f"tatoeba-{name}", key_config, data.fingerprint, build, train, code)
+    model.to(dev)
+    hypotheses, decode_seconds = history.get("test_hypotheses"), history.get("decode_seconds")
+    if hypotheses is None or len(hypotheses) != len(data.test_sources):  # an entry from before they were kept
+        start = time.perf_counter()
+        hypotheses = greedy_translations(model, data)
+        decode_seconds = time.perf_counter() - start
+    bleu = corpus_bleu(hypotheses, data.test_references)
+    lengths = [len(ids) for ids in data.test_ids]
+    return {"name": name, "model": model, "history": history, "loaded": loaded, "bleu": bleu, "config": config,
+            "parameters": count_parameters(model), "hypotheses": hypotheses, "decode_seconds": decode_seconds,
+            "by_length": bleu_by_length(hypotheses, data.test_references, lengths, [1, 6, 9, 12, 16, 100]),
+            "data": data, "device": str(dev)}

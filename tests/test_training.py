@@ -1,0 +1,147 @@
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from transformer_course import training
+from transformer_course.data import token_batches
+from transformer_course.data.digits import digit_vocab, make_digit_pairs
+from transformer_course.translation import CONFIGS, build_model
+
+
+def test_label_smoothed_loss_matches_pytorch_over_real_tokens():
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(3, 5, 11, generator=g, dtype=torch.float64)
+    targets = torch.randint(0, 11, (3, 5), generator=g)
+    mask = torch.arange(5)[None, :] < torch.tensor([5, 2, 1])[:, None]
+    for smoothing in (0.0, 0.1, 0.3):
+        ours = training.label_smoothed_loss(logits, targets, mask, smoothing)
+        theirs = F.cross_entropy(logits[mask], targets[mask], label_smoothing=smoothing)
+        assert abs(ours.item() - theirs.item()) < 1e-12
+
+
+def test_label_smoothed_loss_ignores_padding_and_rejects_bad_input():
+    logits, targets = torch.randn(2, 4, 6), torch.randint(0, 6, (2, 4))
+    mask = torch.tensor([[True, True, False, False], [True, False, False, False]])
+    changed = logits.clone()
+    changed[~mask] = 100.0  # whatever the model says at padding does not count
+    assert torch.equal(training.label_smoothed_loss(logits, targets, mask), training.label_smoothed_loss(changed, targets, mask))
+    with pytest.raises(ValueError, match="smoothing"):
+        training.label_smoothed_loss(logits, targets, mask, 1.0)
+    with pytest.raises(ValueError, match="shape|logits"):
+        training.label_smoothed_loss(logits, targets[:, :3], mask)
+
+
+def test_noam_schedule_rises_peaks_and_decays_as_in_the_paper():
+    d, warmup = 512, 4000
+    lrs = [training.noam_lr(s, d, warmup) for s in range(1, 20001)]
+    peak = max(range(len(lrs)), key=lrs.__getitem__) + 1
+    assert peak == warmup
+    assert math.isclose(lrs[warmup - 1], d**-0.5 * warmup**-0.5)
+    assert math.isclose(lrs[99] / lrs[49], 2.0)  # linear warm-up
+    assert math.isclose(lrs[4 * warmup - 1] / lrs[warmup - 1], 0.5)  # 1/sqrt(step) decay
+    assert math.isclose(training.inverse_sqrt_lr(warmup, 2e-3, warmup), 2e-3)
+    with pytest.raises(ValueError, match="count from 1"):
+        training.noam_lr(0, d, warmup)
+
+
+def test_token_batches_respect_the_budget_and_keep_every_pair():
+    vocab = digit_vocab()
+    pairs = make_digit_pairs(500, 2, 20, seed=0)
+    src = [vocab.encode(a) for a, _ in pairs]
+    batches = token_batches(src, src, 200, vocab.pad_id, vocab.eos_id, seed=0)
+    assert sum(len(b) for b in batches) == 500
+    for b in batches:
+        assert b.src.numel() <= 200 and b.tgt.numel() <= 200
+    sizes = {len(b) for b in batches}
+    assert max(sizes) > 2 * min(sizes)  # short sentences come in bigger batches
+    with pytest.raises(ValueError, match="max_tokens"):
+        token_batches(src, src, 10, vocab.pad_id, vocab.eos_id)
+
+
+def _tiny_setup(name="transformer-tiny"):
+    vocab = digit_vocab()
+    pairs = make_digit_pairs(300, 3, 8, seed=0)
+    ids = [vocab.encode(a) for a, _ in pairs]
+    batches = token_batches(ids, ids, 200, vocab.pad_id, vocab.eos_id, seed=0)
+    return CONFIGS[name], len(vocab), batches
+
+
+@pytest.mark.parametrize("name", ["transformer-tiny", "bahdanau-tiny"])
+def test_a_checkpoint_resumes_exactly(tmp_path, name):
+    config, vocab_size, batches = _tiny_setup(name)
+    straight = build_model(config, vocab_size)
+    history = training.fit(straight, batches, training.Settings(steps=12, warmup=5), progress=False)
+    assert history["step"] == 12 and history["loss"][-1] < history["loss"][0]
+
+    resumed = build_model(config, vocab_size)
+    ckpt = tmp_path / "run.pt"
+    training.fit(resumed, batches, training.Settings(steps=5, warmup=5), checkpoint=ckpt, progress=False)
+    again = build_model(config, vocab_size, seed=123)  # a fresh process would start from other weights
+    second = training.fit(again, batches, training.Settings(steps=12, warmup=5), checkpoint=ckpt, progress=False)
+    assert second["trained_steps_this_call"] == 7 and second["loss"] == history["loss"]
+    for (name_a, a), (_, b) in zip(straight.state_dict().items(), again.state_dict().items()):
+        assert torch.equal(a, b), name_a
+
+
+def test_a_time_budget_stops_training_and_evaluation_is_not_counted():
+    config, vocab_size, batches = _tiny_setup()
+    model = build_model(config, vocab_size)
+    calls = []
+
+    def slow_eval(m):
+        import time
+
+        time.sleep(0.3)
+        calls.append(m.training)
+        return 1.0
+
+    history = training.fit(model, batches, training.Settings(seconds=0.5, eval_every_seconds=0.2), evaluate=slow_eval,
+                           progress=False)
+    assert 0.5 <= history["seconds"] < 1.5 and len(calls) >= 2 and not any(calls)
+    assert [e[1] for e in history["eval"]] == sorted(e[1] for e in history["eval"])
+
+
+def test_settings_need_a_budget_and_devices_are_checked():
+    with pytest.raises(ValueError, match="budget"):
+        training.Settings()
+    assert training.pick_device("cpu").type == "cpu"
+    if not torch.cuda.is_available():
+        with pytest.raises(RuntimeError, match="no CUDA"):
+            training.pick_device("cuda")
+        assert training.pick_device().type in ("cpu", "mps")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: checks bf16 autocast training on it")
+def test_bf16_training_on_a_gpu():
+    config, vocab_size, batches = _tiny_setup()
+    model = build_model(config, vocab_size).cuda()
+    history = training.fit(model, batches, training.Settings(steps=30, warmup=5), device=torch.device("cuda"),
+                           progress=False)
+    assert history["loss"][-1] < history["loss"][0] and history["device"].startswith("cuda")
+
+
+def test_two_processes_under_torchrun_keep_identical_parameters(tmp_path):
+    out = tmp_path / "run.json"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TQDM_DISABLE": "1"}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+           "-m", "transformer_course.train", "--config", "transformer-tiny", "--data", "copy", "--steps", "6",
+           "--device", "cpu", "--threads", "1", "--no-progress", "--out", str(out)]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert result["world_size"] == 2 and result["steps"] == 6
+    digests = result["parameter_digests"]
+    assert len(digests) == 2 and digests[0] == digests[1]
+    # ... and the two processes did train: a single process with the same seed ends elsewhere
+    single = tmp_path / "single.json"
+    done = subprocess.run([sys.executable, "-m", "transformer_course.train", "--config", "transformer-tiny", "--data",
+                           "copy", "--steps", "6", "--device", "cpu", "--threads", "1", "--no-progress", "--out",
+                           str(single)], env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(single.read_text())["parameter_digests"][0] != digests[0]

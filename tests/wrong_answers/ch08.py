@@ -1,0 +1,103 @@
+"""Chapter 8 submissions for the grader tests: plausible wrong answers, as exercise-cell code without the header line.
+
+Each round costs one grading run; every exercise named in a round must lose exactly its own points. A wrong
+8.1 or 8.2 fails its check, so the notebook binds the reference in its place, and 8.3 (built on them) keeps
+its points.
+"""
+
+_ENCODER = """class EncoderLayer(nn.Module):
+    def __init__(self, d_model, n_heads, d_ff, dropout=0.0):
+        super().__init__()
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)
+        self.self_attn_norm = nn.LayerNorm(d_model)
+        self.ff = FeedForward(d_model, d_ff, dropout)
+        self.ff_norm = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x, mask=None):
+"""
+
+_DECODER = """class DecoderLayer(nn.Module):
+    def __init__(self, d_model, n_heads, d_ff, dropout=0.0):
+        super().__init__()
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)
+        self.self_attn_norm = nn.LayerNorm(d_model)
+        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout)
+        self.cross_attn_norm = nn.LayerNorm(d_model)
+        self.ff = FeedForward(d_model, d_ff, dropout)
+        self.ff_norm = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, y, memory, self_mask=None, memory_mask=None):
+"""
+
+_FORWARD = """class Transformer(TransformerBase):
+    def forward(self, src, src_mask, tgt):
+        B, T = tgt.shape
+        memory_mask = src_mask[:, None, None, :]
+        causal = torch.ones(T, T, dtype=torch.bool).tril()
+"""
+
+_DECODE = "        return self.decode(tgt_in, self.encode(src, memory_mask), self_mask, memory_mask)\n"
+_SHIFTED = "        tgt_in = torch.cat([torch.full((B, 1), self.bos_id), tgt[:, :-1]], dim=1)\n"
+
+_LOSS = """def label_smoothed_loss(logits, targets, mask, smoothing):
+    log_probs = torch.log_softmax(logits, dim=-1)
+    nll = -log_probs.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+"""
+
+_SCHEDULE = "def noam_lr(step, d_model, warmup, factor=1.0):\n"
+
+WRONG_ROUNDS = [
+    {
+        "8.1": _ENCODER + (  # the residual added after the norm, in the wrong place
+            "        x = self.self_attn_norm(x) + self.dropout(self.self_attn(x, x, x, mask)[0])\n"
+            "        return self.ff_norm(x) + self.dropout(self.ff(x))\n"
+        ),
+        "8.2": _DECODER + (  # no causal mask in the self-attention
+            "        y = self.self_attn_norm(y + self.self_attn(y, y, y)[0])\n"
+            "        y = self.cross_attn_norm(y + self.cross_attn(y, memory, memory, memory_mask)[0])\n"
+            "        return self.ff_norm(y + self.ff(y))\n"
+        ),
+        "8.3": _FORWARD + (  # targets not shifted
+            "        tgt_in = tgt\n"
+            "        self_mask = causal & (tgt_in != self.pad_id)[:, None, None, :]\n" + _DECODE
+        ),
+        "8.4": _LOSS + (  # smoothing spread over the V - 1 wrong tokens only
+            "    others = (-log_probs.sum(-1) - nll) / (logits.shape[-1] - 1)\n"
+            "    loss = (1 - smoothing) * nll + smoothing * others\n"
+            "    return (loss * mask).sum() / mask.sum()\n"
+        ),
+        "8.5": _SCHEDULE + (  # the warm-up inverted
+            "    return factor * d_model ** -0.5 * torch.maximum(step ** -0.5, step * warmup ** -1.5)\n"
+        ),
+    },
+    {
+        "8.1": _ENCODER + (  # pre-norm where post-norm was asked for
+            "        x = x + self.dropout(self.self_attn(*(3 * [self.self_attn_norm(x)]), mask)[0])\n"
+            "        return x + self.dropout(self.ff(self.ff_norm(x)))\n"
+        ),
+        "8.2": _DECODER + (  # the encoder's output used as the queries of the cross-attention
+            "        y = self.self_attn_norm(y + self.self_attn(y, y, y, self_mask)[0])\n"
+            "        y = self.cross_attn_norm(y + self.cross_attn(memory, y, y, memory_mask)[0])\n"
+            "        return self.ff_norm(y + self.ff(y))\n"
+        ),
+        "8.3": _FORWARD + _SHIFTED + (  # the causal mask missing
+            "        self_mask = (tgt_in != self.pad_id)[:, None, None, :]\n" + _DECODE
+        ),
+        "8.4": _LOSS + (  # averaged over the padding positions too
+            "    loss = (1 - smoothing) * nll - smoothing * log_probs.mean(-1)\n"
+            "    return loss.mean()\n"
+        ),
+        "8.5": _SCHEDULE + (  # the factor d_model^-0.5 left out
+            "    return factor * torch.minimum(step ** -0.5, step * warmup ** -1.5)\n"
+        ),
+    },
+    {
+        "8.3": _FORWARD + _SHIFTED + (  # the padding mask taken from the unshifted targets
+            "        self_mask = causal & (tgt != self.pad_id)[:, None, None, :]\n" + _DECODE
+        ),
+        "8.4": "def label_smoothed_loss(logits, targets, mask, smoothing):\n"  # PyTorch's loss: refused
+               "    return F.cross_entropy(logits[mask], targets[mask], label_smoothing=smoothing)\n",
+    },
+]
