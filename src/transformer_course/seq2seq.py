@@ -234,17 +234,23 @@ def train(
 
 
 @torch.no_grad()
-def translate(model: nn.Module, src_seqs: Sequence[Sequence[int]], tgt_vocab, max_len: int, batch_size: int = 500,
-              pad_id: int = 0, return_weights: bool = False):
-    """Greedy outputs of ``model`` for token-id sequences, decoded to text (and the attention weights if asked)."""
+def translate(model: nn.Module, src_seqs: Sequence[Sequence[int]], tgt_vocab, max_len: int | Callable[[int], int],
+              batch_size: int = 500, pad_id: int = 0, return_weights: bool = False):
+    """Greedy outputs of ``model`` for token-id sequences, decoded to text (and the attention weights if asked).
+
+    The sequences go in batches of similar length, on the model's device. ``max_len`` is the most tokens to
+    write, or a function of a batch's longest source length that gives it.
+    """
     from .data.batching import length_batches, pad_sequences
 
     model.eval()
+    device = next(model.parameters()).device
     texts: list[str] = [""] * len(src_seqs)
     weights: list = [None] * len(src_seqs)
     for group in length_batches([len(s) for s in src_seqs], batch_size, shuffle=False):
         src, mask = pad_sequences([src_seqs[i] for i in group], pad_id)
-        tokens, attn = model.generate(src, mask, max_len)
+        limit = max_len(src.shape[1]) if callable(max_len) else max_len
+        tokens, attn = model.generate(src.to(device), mask.to(device), limit)
         for row, i in enumerate(group):
             texts[i] = tgt_vocab.decode(tokens[row].tolist())
             if attn is not None:

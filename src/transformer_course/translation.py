@@ -21,7 +21,7 @@ from .data.batching import Batch, token_batches
 from .data.tatoeba import SPA_TSV_SHA256, multi_reference, tatoeba_split
 from .data.tokenize import BPETokenizer, train_bpe
 from .metrics import bleu_by_length, corpus_bleu
-from .seq2seq import cache_dir, cached_training, count_parameters
+from .seq2seq import cache_dir, cached_training, count_parameters, translate
 from .training import Settings, fit, pick_device
 
 __all__ = ["CONFIGS", "TranslationData", "build_model", "evaluate_bleu", "load_data", "translation_experiment"]
@@ -100,22 +100,9 @@ def max_output_length(src_len: int) -> int:
     return int(1.5 * src_len) + 10
 
 
-@torch.no_grad()
 def greedy_translations(model: nn.Module, data: TranslationData, batch_size: int = 256) -> list[str]:
     """Greedy translations of every distinct test sentence, decoded to text."""
-    device = next(model.parameters()).device
-    out: list[str] = [""] * len(data.test_ids)
-    order = sorted(range(len(data.test_ids)), key=lambda i: len(data.test_ids[i]))
-    from .data.batching import pad_sequences
-
-    model.eval()
-    for start in range(0, len(order), batch_size):
-        group = order[start : start + batch_size]
-        src, mask = pad_sequences([data.test_ids[i] for i in group], data.tokenizer.pad_id)
-        tokens, _ = model.generate(src.to(device), mask.to(device), max_output_length(src.shape[1]))
-        for row, i in enumerate(group):
-            out[i] = data.tokenizer.decode(tokens[row].tolist())
-    return out
+    return translate(model, data.test_ids, data.tokenizer, max_output_length, batch_size, data.tokenizer.pad_id)
 
 
 def evaluate_bleu(model: nn.Module, data: TranslationData) -> float:
