@@ -311,7 +311,7 @@ class Transformer(nn.Module):
 
     forward(src (B, T_x) int64, src_mask (B, T_x) bool, tgt (B, T_y) int64 = targets + <eos>) -> logits (B, T_y, V)
     encode(src, src_mask) -> memory (B, T_x, d); decode(memory, src_mask, tgt_in, tgt_mask=None) -> logits;
-    generate(src, src_mask, max_len) -> greedy tokens (B, max_len), cross-attention weights (B, max_len, T_x).
+    generate(src, src_mask, max_len) -> greedy tokens (B, L), cross-attention weights (B, L, T_x), L <= max_len.
 
     tie_embeddings=True shares one matrix between the target embedding and the output layer, and with the
     source embedding too when the vocabularies are one (src_vocab == tgt_vocab). use_sdpa=False computes
@@ -426,15 +426,22 @@ class Transformer(nn.Module):
         return _unpack(self.out(states), packing)  # (B, T_y, V)
 
     @torch.no_grad()
-    def generate(self, src: Tensor, src_mask: Tensor, max_len: int, eos_id: int | None = 2) -> tuple[Tensor, Tensor]:
+    def generate(self, src: Tensor, src_mask: Tensor, max_len: int, eos_id: int | None = 2,
+                 use_cache: bool = True) -> tuple[Tensor, Tensor]:
         """Greedy decoding: tokens (B, L) int64, and the last decoder layer's cross-attention weights,
         averaged over heads, at every step (B, L, T_x), L <= max_len. Decoding stops once every sequence
         has written ``eos_id`` (never when it is None); what follows a sequence's first <eos> is ignored
-        by the decoders of data/. The prefix is recomputed at every step (chapter 9 adds a key/value cache)."""
+        by the decoders of data/. With ``use_cache`` (chapter 9's ``decoding.greedy_decode``) each step
+        computes only the new position, reading earlier keys and values from a cache; without it the whole
+        prefix is recomputed at every step, as below: the same tokens, more slowly."""
         _check_ids("src", src, src_mask, "src_mask", self.max_len)
         if _positive_int("max_len", max_len) > self.max_len:
             raise ValueError(f"max_len={max_len} is more than the model's max_len={self.max_len} positions")
         _check_values([("src", src, self.src_vocab)], [("src_mask", src_mask)])
+        if use_cache:
+            from .decoding import greedy_decode
+
+            return greedy_decode(self, src, src_mask, max_len, eos_id, with_weights=True)
         memory, src_packing = self._encode(src, src_mask)
         last = self.decoder.layers[-1]
         stored, last.store_cross_weights = last.store_cross_weights, True

@@ -137,9 +137,9 @@ def translation_experiment(name: str, seconds: float | None = None, steps: int |
     key_config = {**config, "device": dev.type}
     code: tuple = ()
     if config["model"] == "transformer":
-        from . import multihead, positional, transformer
+        from . import decoding, multihead, positional, transformer
 
-        code = (transformer, multihead, positional)
+        code = (transformer, multihead, positional, decoding)  # decoding: the stored test translations
     model, history, loaded = cached_training(f"tatoeba-{name}", key_config, data.fingerprint, build, train, code)
     model.to(dev)
     hypotheses, decode_seconds = history.get("test_hypotheses"), history.get("decode_seconds")
