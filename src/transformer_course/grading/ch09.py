@@ -1,0 +1,305 @@
+"""Chapter 9 exercises: the length-normalised score, one step of beam search, and attention for the newest
+position with a key/value cache.
+
+Exercise 9.2 works on one sentence, with its hypotheses as tuples of token ids: the grader compares tensors
+of floats to a tolerance and other values exactly, and token ids are best compared as what they are, ints.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .. import decoding as ref
+from .registry import Case, Exercise, Mistake, randn, register
+
+NOTEBOOK = "09_beam_search.ipynb"
+EOS = 2
+
+
+# 9.1 the length-normalised score ---------------------------------------------------------------------------
+
+
+def normalised_score(log_prob: torch.Tensor, length: torch.Tensor, alpha: float) -> torch.Tensor:
+    """GNMT's score of finished hypotheses: log P / lp(n), lp(n) = ((5 + n) / 6) ** alpha.
+
+    log_prob (N,) float, the hypotheses' log-probabilities; length (N,) int64, their lengths n, <eos> included.
+    """
+    return log_prob / ref.length_penalty(length.to(log_prob.dtype), alpha)
+
+
+def _score_cases(g: torch.Generator) -> list[Case]:
+    def case(label, n, alpha, longest):
+        log_prob = -randn(g, n).abs() * 4 - 0.1  # log-probabilities: negative
+        length = torch.randint(1, longest + 1, (n,), generator=g)
+        return Case(label, (log_prob, length, alpha))
+
+    return [
+        case("N = 5 hypotheses of 1 to 20 tokens, alpha = 0.6", 5, 0.6, 20),
+        case("N = 4, alpha = 1.0", 4, 1.0, 12),
+        case("N = 3, alpha = 0 (no length penalty)", 3, 0.0, 9),
+        case("N = 6 of 1 to 40 tokens, alpha = 1.5", 6, 1.5, 40),
+    ]
+
+
+def _lp(length, alpha, dtype):
+    return ((5 + length.to(dtype)) / 6) ** alpha
+
+
+def _score_twice(log_prob, length, alpha):
+    return log_prob / _lp(length, alpha, log_prob.dtype) / _lp(length, alpha, log_prob.dtype)
+
+
+def _score_multiplied(log_prob, length, alpha):
+    return log_prob * _lp(length, alpha, log_prob.dtype)
+
+
+def _score_alpha_factor(log_prob, length, alpha):
+    return log_prob / ((5 + length.to(log_prob.dtype)) / 6 * alpha)
+
+
+def _score_length_power(log_prob, length, alpha):
+    return log_prob / length.to(log_prob.dtype) ** alpha
+
+
+# 9.2 one step of beam search -------------------------------------------------------------------------------
+
+
+def _select(prefixes, top: torch.Tensor, beams: list[int], tokens: list[int], beam_size: int, eos_id: int):
+    """Go down the ranked candidates (hypothesis ``beams[r]`` + token ``tokens[r]``, score ``top[r]``): those among
+    the first beam_size that end in <eos> finish; the first beam_size that do not stay live."""
+    live, live_rank, done, done_rank = [], [], [], []
+    for rank, (beam, token) in enumerate(zip(beams, tokens)):
+        hypothesis = tuple(prefixes[beam]) + (token,)  # the back-pointer says which prefix it extends
+        if token == eos_id:
+            if rank < beam_size:
+                done.append(hypothesis)
+                done_rank.append(rank)
+        elif len(live) < beam_size:
+            live.append(hypothesis)
+            live_rank.append(rank)
+    pick = lambda ranks: top[torch.tensor(ranks, dtype=torch.long)]  # noqa: E731
+    return (tuple(live), pick(live_rank)), (tuple(done), pick(done_rank))
+
+
+def beam_step(prefixes, scores: torch.Tensor, logp: torch.Tensor, beam_size: int, eos_id: int):
+    """One step of beam search for one sentence (the reference of exercise 9.2).
+
+    prefixes: n <= beam_size live hypotheses, each a tuple of token ids; scores (n,) their log-probabilities;
+    logp (n, V): each one's next-token log-probabilities. Every continuation of every hypothesis competes: the
+    best 2 K of the n V candidates are ranked (K = beam_size); those among the best K that end in <eos> finish,
+    and the best K that do not stay live.
+    Returns ((live prefixes, their scores (K,)), (finished prefixes, <eos> included, their scores (F,))),
+    each best first; scores are accumulated log-probabilities, not normalised.
+    """
+    n, vocab = logp.shape
+    candidates = (scores[:, None] + logp).flatten()  # (n V,): entry b V + v is hypothesis b followed by token v
+    top, index = candidates.topk(min(2 * beam_size, n * vocab))  # best first
+    return _select(prefixes, top, (index // vocab).tolist(), (index % vocab).tolist(), beam_size, eos_id)
+
+
+def _beam_per_beam(prefixes, scores, logp, beam_size, eos_id):
+    # each hypothesis ranks its own continuations (topk over the last axis), read hypothesis by hypothesis
+    n, vocab = logp.shape
+    top, tokens = (scores[:, None] + logp).topk(min(2 * beam_size, vocab), dim=-1)  # (n, 2K)
+    beams = [b for b in range(n) for _ in range(top.shape[1])]
+    return _select(prefixes, top.flatten(), beams, tokens.flatten().tolist(), beam_size, eos_id)
+
+
+def _beam_not_accumulated(prefixes, scores, logp, beam_size, eos_id):
+    return beam_step(prefixes, torch.zeros_like(scores), logp, beam_size, eos_id)
+
+
+def _best_k(prefixes, scores, logp, beam_size):
+    vocab = logp.shape[1]
+    top, index = (scores[:, None] + logp).flatten().topk(beam_size)
+    return top, [tuple(prefixes[i // vocab]) + (i % vocab,) for i in index.tolist()]
+
+
+def _beam_finished_expanded(prefixes, scores, logp, beam_size, eos_id):
+    top, hypotheses = _best_k(prefixes, scores, logp, beam_size)  # the best K live on, <eos> or not
+    done = [r for r, h in enumerate(hypotheses) if h[-1] == eos_id]
+    return (tuple(hypotheses), top), (tuple(hypotheses[r] for r in done), top[torch.tensor(done, dtype=torch.long)])
+
+
+def _beam_top_k_only(prefixes, scores, logp, beam_size, eos_id):
+    top, hypotheses = _best_k(prefixes, scores, logp, beam_size)  # the beam shrinks by the finished ones
+    live = [r for r, h in enumerate(hypotheses) if h[-1] != eos_id]
+    done = [r for r, h in enumerate(hypotheses) if h[-1] == eos_id]
+    pick = lambda ranks: top[torch.tensor(ranks, dtype=torch.long)]  # noqa: E731
+    return (tuple(hypotheses[r] for r in live), pick(live)), (tuple(hypotheses[r] for r in done), pick(done))
+
+
+def _beam_eos_dropped(prefixes, scores, logp, beam_size, eos_id):
+    masked = logp.clone()
+    masked[:, eos_id] = -math.inf
+    (live, live_scores), _ = beam_step(prefixes, scores, masked, beam_size, eos_id)
+    return (live, live_scores), ((), logp.new_zeros(0))
+
+
+_BEAM_MISTAKES = (_beam_per_beam, _beam_not_accumulated, _beam_finished_expanded, _beam_top_k_only,
+                  _beam_eos_dropped)
+
+
+def _differs(a, b) -> bool:
+    from .registry import compare
+
+    return compare(a, b, 1e-9, 1e-9) is not None
+
+
+def _output(mistake, args):
+    try:
+        return mistake(*args)
+    except Exception as exc:  # e.g. a back-pointer past the last hypothesis
+        return type(exc).__name__
+
+
+def _beam_case(g: torch.Generator, label: str, n: int, k: int, vocab: int, t: int, want) -> Case:
+    """Draw hypotheses and log-probabilities until ``want(reference output, mistakes' outputs)`` holds."""
+    for _ in range(200):
+        # distinct first tokens: a continuation of the wrong hypothesis cannot look like the right one
+        first = (torch.randperm(vocab - 3, generator=g)[:n] + 3).tolist()
+        prefixes = tuple(tuple([f] + torch.randint(3, vocab, (max(t - 1, 0),), generator=g).tolist())[:t] for f in first)
+        scores = (-randn(g, n).abs() * 2 - 0.5 * t).sort(descending=True).values if t else torch.zeros(1, dtype=torch.float64)
+        raw = randn(g, n, vocab, scale=1.5)
+        raw[:, EOS] += randn(g, n).abs() * 1.5  # <eos> often among the best, as in a real model
+        args = (prefixes, scores, torch.log_softmax(raw, dim=-1), k, EOS)
+        expected = beam_step(*args)
+        if want(expected, [_output(m, args) for m in _BEAM_MISTAKES]):
+            return Case(label, args)
+    raise RuntimeError(f"no case found for {label!r}")  # pragma: no cover - the draws above always find one
+
+
+def _beam_cases(g: torch.Generator) -> list[Case]:
+    def every_mistake_shows(expected, wrong):  # each mistake gives its own output, and none the reference's
+        outputs = [expected] + wrong
+        return len(expected[1][0]) == 1 and not any(isinstance(w, str) for w in wrong) and all(_differs(a, b) for i, a in enumerate(outputs) for b in outputs[i + 1:])
+
+    return [
+        _beam_case(g, "3 live hypotheses of 2 tokens, beam 3, V = 8; one of the best 3 candidates ends in <eos>",
+                   3, 3, 8, 2, every_mistake_shows),
+        _beam_case(g, "the first step: one empty hypothesis with score 0, beam 4, V = 10", 1, 4, 10, 0,
+                   lambda e, w: True),
+        _beam_case(g, "2 live hypotheses of 3 tokens, beam 2, V = 6; both of the best 2 end in <eos>",
+                   2, 2, 6, 3, lambda e, w: len(e[1][0]) == 2),
+        _beam_case(g, "4 live hypotheses of 1 token, beam 4, V = 12; none of the best 4 ends in <eos>",
+                   4, 4, 12, 1, lambda e, w: len(e[1][0]) == 0),
+    ]
+
+
+# 9.3 attention for the newest position, with a key/value cache -----------------------------------------------
+
+
+def _cache_cases(g: torch.Generator) -> list[Case]:
+    def case(label, r, h, t, d_k):
+        q, k_new, v_new = randn(g, r, h, 1, d_k), randn(g, r, h, 1, d_k), randn(g, r, h, 1, d_k)
+        cache = (randn(g, r, h, t, d_k), randn(g, r, h, t, d_k)) if t else (None, None)
+        return Case(label, (q, k_new, v_new, *cache))
+
+    return [
+        case("R = 2 rows, h = 2 heads, t = 3 cached positions, d_k = 4", 2, 2, 3, 4),
+        case("the first step: no cache yet (None), R = 3, h = 1, d_k = 5", 3, 1, 0, 5),
+        case("R = 1, h = 4, t = 6, d_k = 2", 1, 4, 6, 2),
+        case("R = 2, h = 3, t = 1, d_k = 3", 2, 3, 1, 3),
+    ]
+
+
+def _appended(cache, new):
+    return new if cache is None else torch.cat([cache, new], dim=2)
+
+
+def _attend(q, k, v, scale=True):
+    scores = q @ k.transpose(-2, -1)
+    if scale:
+        scores = scores / math.sqrt(q.shape[-1])
+    return torch.softmax(scores, dim=-1) @ v
+
+
+def _cache_is_causal(q, k_new, v_new, cache_k, cache_v):
+    k, v = _appended(cache_k, k_new), _appended(cache_v, v_new)
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True), k, v
+
+
+def _cache_new_not_seen(q, k_new, v_new, cache_k, cache_v):
+    k, v = (k_new, v_new) if cache_k is None else (cache_k, cache_v)
+    return _attend(q, k, v), _appended(cache_k, k_new), _appended(cache_v, v_new)
+
+
+def _cache_not_kept(q, k_new, v_new, cache_k, cache_v):
+    k, v = _appended(cache_k, k_new), _appended(cache_v, v_new)
+    return _attend(q, k, v), k_new, v_new
+
+
+def _cache_not_appended(q, k_new, v_new, cache_k, cache_v):
+    k, v = _appended(cache_k, k_new), _appended(cache_v, v_new)
+    return _attend(q, k, v), cache_k, cache_v
+
+
+def _cache_unscaled(q, k_new, v_new, cache_k, cache_v):
+    k, v = _appended(cache_k, k_new), _appended(cache_v, v_new)
+    return _attend(q, k, v, scale=False), k, v
+
+
+register(
+    Exercise(
+        id="9.1",
+        title="the length-normalised score",
+        points=2,
+        name="normalised_score",
+        kind="function",
+        reference=normalised_score,
+        make_cases=_score_cases,
+        mistakes=(
+            Mistake("the length penalty is applied twice (log P / lp(n)^2): divide by lp(n) once.", _score_twice),
+            Mistake("the log-probability is multiplied by lp(n); divide it: lp(n) > 1 must bring a long hypothesis's "
+                    "(negative) score closer to 0.", _score_multiplied),
+            Mistake("alpha is an exponent, not a factor: lp(n) = ((5 + n) / 6) ** alpha.", _score_alpha_factor),
+            Mistake("this divides by n ** alpha; GNMT's penalty is ((5 + n) / 6) ** alpha.", _score_length_power),
+        ),
+        atol=1e-6,
+        rtol=1e-6,
+    ),
+    Exercise(
+        id="9.2",
+        title="one step of beam search",
+        points=4,
+        name="beam_step",
+        kind="function",
+        reference=beam_step,
+        make_cases=_beam_cases,
+        mistakes=(
+            Mistake("each hypothesis ranks only its own continuations: rank all n x V candidates together (flatten "
+                    "them, then topk), so that a strong hypothesis can fill several beams.", _beam_per_beam),
+            Mistake("the scores are not accumulated: a candidate's score is its hypothesis's score plus the log-"
+                    "probability of the new token, scores[:, None] + logp.", _beam_not_accumulated),
+            Mistake("candidates that end in <eos> are still expanded: they finish (return them with the finished "
+                    "hypotheses) and the live beams are the best K candidates that do not end in <eos>.",
+                    _beam_finished_expanded),
+            Mistake("only the best K candidates are considered, so the beam shrinks when some of them finish: rank "
+                    "the best 2 K, and keep the best K that do not end in <eos> alive.", _beam_top_k_only),
+            Mistake("<eos> is never chosen, so no hypothesis can finish: candidates among the best K that end in "
+                    "<eos> are the finished hypotheses.", _beam_eos_dropped),
+        ),
+    ),
+    Exercise(
+        id="9.3",
+        title="attention for the newest position, with a key/value cache",
+        points=3,
+        name="attend_with_cache",
+        kind="function",
+        reference=ref.attend_with_cache,
+        make_cases=_cache_cases,
+        mistakes=(
+            Mistake("is_causal=True hides every key but the first from a single query (PyTorch aligns the causal "
+                    "mask top-left); the newest position may see every cached position: no mask.", _cache_is_causal),
+            Mistake("the new position attends to the cached positions only: append its key and value first, then "
+                    "attend, so that it also sees itself.", _cache_new_not_seen),
+            Mistake("the returned cache holds only the new position: return the old cache with the new key and value "
+                    "appended, torch.cat([cache_k, k_new], dim=2).", _cache_not_kept),
+            Mistake("the returned cache is the old one: return it with the new key and value appended along the "
+                    "positions axis (dim=2).", _cache_not_appended),
+            Mistake("the scores are not scaled by 1 / sqrt(d_k).", _cache_unscaled),
+        ),
+    ),
+)
