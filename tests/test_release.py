@@ -76,3 +76,37 @@ def test_points_must_match_the_registry():
     )
     with pytest.raises(ValueError, match="says 9 points, the registry 2"):
         make_student(_solution(cell), 5, "05_x.ipynb")
+
+
+def _top_level_names(source: str) -> set[str]:
+    import ast
+
+    names = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return names
+
+
+def test_student_exercise_cells_define_what_the_solutions_define(course_root):
+    # Later cells use what an exercise cell defined: with the solution blanked, the stub and the self-check after it
+    # (`f = check("5.1", f)`) must still define every top-level name, or a later cell fails in the student's notebook.
+    # tests/schedule.py relies on this to run a student notebook only through its last self-check.
+    for path in sorted((course_root / "solutions").glob("[0-9]*.ipynb")):
+        solution = json.loads(path.read_text())["cells"]
+        student = json.loads((course_root / "notebooks" / path.name).read_text())["cells"]
+        ids = lambda cells: {exercise_id({**c, "source": "".join(c["source"])}): i for i, c in enumerate(cells)}  # noqa: E731
+        in_student = ids(student)
+        for ex, i in ids(solution).items():
+            if ex is None:
+                continue
+            j = in_student[ex]
+            after = next(c for c in student[j + 1:] if c["cell_type"] == "code")
+            defined = _top_level_names("".join(student[j]["source"])) | _top_level_names("".join(after["source"]))
+            missing = _top_level_names("".join(solution[i]["source"])) - defined
+            assert not missing, f"{path.name}, exercise {ex}: the student's version never defines {missing}"

@@ -1,0 +1,96 @@
+"""One pytest session for the whole suite (`make test`), ordered so that both CI cores stay busy.
+
+Loaded with `-p tests.schedule`. Under `--nbval`, it does three things:
+
+- The solutions run strictly (every stored output must reproduce). The student notebooks of notebooks/
+  run lax (only an error fails a cell; their outputs are not stored) up to and including their last
+  self-check cell, and their later cells are skipped. Why that is enough: each later cell is the
+  solution's cell, character for character (tests/test_release.py), run strictly in the solution;
+  after a self-check the student's name is bound to a function that passed it or to the reference
+  (`beam_step = check("9.2", beam_step)`); every name that a solution's exercise cell defines, its
+  blanked version or self-check defines too (test_release.py); and the grader's tests run every later
+  cell of the untouched student notebook that is not a demonstration (`skip-in-grading`). What the
+  skip saves is chapter 9's beam-search experiments a second time (about 9 minutes on one core).
+- Each notebook runs whole on one worker, in one kernel (an `xdist_group` per notebook, for
+  `--dist loadgroup`); unit tests are spread one by one.
+- Order: first the solution notebooks that train a translation model (the first chapter that uses it
+  trains it and fills the model cache), then everything that needs no trained translation model (unit
+  tests included), then the notebooks that load a model trained before them. Three models train for
+  5 minutes each: in a plain chapter order, one worker waited minutes on a model that the other was
+  still training (a notebook that needs a model waits on its lock), and the last notebooks ran alone.
+  Run with `--no-loadscope-reorder`, so that xdist keeps this order.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+TRAINS, FREE, LOADS = 0, 1, 2  # the three waves, in order
+
+
+CHECK = re.compile(r'\bcheck\("\d+\.\d+"')  # a self-check cell: `beam_step = check("9.2", beam_step)`
+
+
+@cache
+def _code(path: Path) -> tuple[str, ...]:
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return tuple("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+
+
+def _runs(path: Path) -> int:
+    """How many code cells of the notebook run: all for a solution, through the last self-check for a student's."""
+    code = _code(path)
+    if path.parent.name != "notebooks":
+        return len(code)
+    return 1 + max((i for i, source in enumerate(code) if CHECK.search(source)), default=len(code) - 1)
+
+
+@cache
+def _models(path: Path) -> frozenset[str]:
+    """The translation configurations whose name the notebook's code that runs mentions (it trains or loads them)."""
+    from transformer_course.configs import CONFIGS
+
+    code = "\n".join(_code(path)[: _runs(path)])
+    return frozenset(name for name in CONFIGS if f'"{name}"' in code)
+
+
+def _notebook(item: pytest.Item) -> Path | None:
+    return item.path if item.path.suffix == ".ipynb" else None
+
+
+def _waves(notebooks: list[Path]) -> dict[Path, int]:
+    """The wave of each notebook: the first solution notebook (by chapter) to use a model trains it."""
+    trainer: dict[str, Path] = {}
+    for path in sorted(p for p in notebooks if p.parent.name == "solutions"):
+        for name in sorted(_models(path)):
+            trainer.setdefault(name, path)
+    trainers = set(trainer.values())
+    return {p: TRAINS if p in trainers else LOADS if _models(p) else FREE for p in notebooks}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which turns the groups into scopes
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not (config.getoption("nbval", False) or config.getoption("nbval_lax", False)):
+        return
+    from nbval.plugin import find_comment_markers, find_metadata_tags
+
+    notebooks = sorted({p for p in map(_notebook, items) if p is not None})
+    waves = _waves(notebooks)
+    for item in items:
+        path = _notebook(item)
+        if path is None:
+            continue
+        item.add_marker(pytest.mark.xdist_group(path.parent.name + "/" + path.name))
+        if path.parent.name == "notebooks" and item.cell_num >= _runs(path):
+            item.add_marker(pytest.mark.skip(reason="the solution's cell, run strictly there (see tests/schedule.py)"))
+        elif path.parent.name == "notebooks":
+            explicit = {**dict(find_metadata_tags(item.cell.metadata)), **dict(find_comment_markers(item.cell.source))}
+            if "check" not in explicit:
+                item.options["check"] = False  # lax: the student version's outputs are not stored
+    # A stable sort: within a wave, collection order (chapter order, each notebook's cells in order).
+    items.sort(key=lambda item: waves[_notebook(item)] if _notebook(item) else FREE)
