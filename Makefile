@@ -50,7 +50,7 @@ release: $(STAMP)
 # Notebooks under nbval: the solutions strictly (every output must reproduce), the student versions lax (every
 # cell must run). tests/schedule.py orders them so that the models train first, and keeps a notebook on one worker.
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg -p tests.schedule \
-	--dist loadgroup --no-loadscope-reorder
+	--dist loadscope --no-loadscope-reorder
 
 test-fast: $(STAMP)
 	$(TEST_ENV) $(BIN)/python -m pytest -n $(JOBS) --durations=15 tests

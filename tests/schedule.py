@@ -11,14 +11,15 @@ Loaded with `-p tests.schedule`. Under `--nbval`, it does three things:
   blanked version or self-check defines too (test_release.py); and the grader's tests run every later
   cell of the untouched student notebook that is not a demonstration (`skip-in-grading`). What the
   skip saves is chapter 9's beam-search experiments a second time (about 9 minutes on one core).
-- Each notebook runs whole on one worker, in one kernel (an `xdist_group` per notebook, for
-  `--dist loadgroup`); unit tests are spread one by one.
+- Each notebook runs whole on one worker, in one kernel; unit tests are spread one by one (a scheduler
+  of its own: xdist's `--dist loadgroup` does not group anything under pytest 9, whose node ids no
+  longer come from the attribute that xdist 3.8 rewrites).
 - Order: first the solution notebooks that train a translation model (the first chapter that uses it
   trains it and fills the model cache), then everything that needs no trained translation model (unit
   tests included), then the notebooks that load a model trained before them. Three models train for
   5 minutes each: in a plain chapter order, one worker waited minutes on a model that the other was
   still training (a notebook that needs a model waits on its lock), and the last notebooks ran alone.
-  Run with `--no-loadscope-reorder`, so that xdist keeps this order.
+  Run with `--dist loadscope --no-loadscope-reorder`, so that xdist keeps this order.
 """
 
 from __future__ import annotations
@@ -73,7 +74,20 @@ def _waves(notebooks: list[Path]) -> dict[Path, int]:
     return {p: TRAINS if p in trainers else LOADS if _models(p) else FREE for p in notebooks}
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which turns the groups into scopes
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """A notebook is one unit of work (its cells share a kernel); any other test is a unit of its own."""
+    if not (config.getoption("nbval", False) or config.getoption("nbval_lax", False)):
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class NotebookScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return path if path.endswith(".ipynb") else nodeid
+
+    return NotebookScheduling(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not (config.getoption("nbval", False) or config.getoption("nbval_lax", False)):
         return
@@ -85,7 +99,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         path = _notebook(item)
         if path is None:
             continue
-        item.add_marker(pytest.mark.xdist_group(path.parent.name + "/" + path.name))
         if path.parent.name == "notebooks" and item.cell_num >= _runs(path):
             item.add_marker(pytest.mark.skip(reason="the solution's cell, run strictly there (see tests/schedule.py)"))
         elif path.parent.name == "notebooks":
