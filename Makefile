@@ -13,7 +13,8 @@ export OMP_WAIT_POLICY ?= PASSIVE
 # Test processes in parallel (pytest-xdist): CI has 2 cores; `make test JOBS=8` on a bigger machine.
 # One BLAS/OpenMP thread per process, so that parallel processes do not fight over the cores.
 JOBS ?= 2
-TEST_ENV := OMP_NUM_THREADS=1
+# Notebook kernels get the course's two threads (tests/schedule.py): notebooks are what a student runs.
+TEST_ENV := OMP_NUM_THREADS=1 NOTEBOOK_THREADS=2
 
 .PHONY: help venv book execute test test-fast test-notebooks test-book lab release grade lock clean
 
@@ -62,10 +63,10 @@ test-book: $(STAMP)
 	rm -rf _build
 	$(BIN)/jupyter-book build . -W -n --keep-going
 
-# Unit tests and both sets of notebooks in one session, so that two workers stay busy to the end; then the book.
+# Unit tests (the book build among them: tests/test_book.py) and both sets of notebooks in one session, so that
+# two workers stay busy to the end.
 test: $(STAMP)
 	$(TEST_ENV) $(BIN)/python -m pytest -n $(JOBS) $(NBVAL) --durations=25 tests solutions notebooks
-	$(MAKE) --no-print-directory test-book
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks/

@@ -20,11 +20,15 @@ Loaded with `-p tests.schedule`. Under `--nbval`, it does three things:
   5 minutes each: in a plain chapter order, one worker waited minutes on a model that the other was
   still training (a notebook that needs a model waits on its lock), and the last notebooks ran alone.
   Run with `--dist loadscope --no-loadscope-reorder`, so that xdist keeps this order.
+- With NOTEBOOK_THREADS set (the Makefile sets 2, the course's CPU budget), each notebook's kernel gets
+  that many BLAS/OpenMP threads while the unit tests keep OMP_NUM_THREADS (1). Two notebooks at once
+  share the two cores; a notebook that runs alone (chapter 9's beam search, at the end) uses both.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from functools import cache
 from pathlib import Path
@@ -107,3 +111,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.options["check"] = False  # lax: the student version's outputs are not stored
     # A stable sort: within a wave, collection order (chapter order, each notebook's cells in order).
     items.sort(key=lambda item: waves[_notebook(item)] if _notebook(item) else FREE)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item):
+    """A notebook's kernel starts while its first cell is set up: give it NOTEBOOK_THREADS threads."""
+    threads = os.environ.get("NOTEBOOK_THREADS")
+    if not threads or _notebook(item) is None:
+        return (yield)
+    before = os.environ.get("OMP_NUM_THREADS")
+    os.environ["OMP_NUM_THREADS"] = threads  # read by the kernel process when it starts
+    try:
+        return (yield)
+    finally:
+        if before is None:
+            os.environ.pop("OMP_NUM_THREADS")
+        else:
+            os.environ["OMP_NUM_THREADS"] = before
