@@ -1,6 +1,6 @@
 """One pytest session for the whole suite (`make test`), ordered so that both CI cores stay busy.
 
-Loaded with `-p tests.schedule`. Under `--nbval`, it does three things:
+Loaded with `-p tests.schedule`. Under `--nbval`, it does four things:
 
 - The solutions run strictly (every stored output must reproduce). The student notebooks of notebooks/
   run lax (only an error fails a cell; their outputs are not stored) up to and including their last
