@@ -4,7 +4,12 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-PIP_INSTALL := $(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt
+# --no-compile: pip would byte-compile every module of every package (torch, jupyterlab, sphinx: half of a
+# fresh install's 110 s); Python compiles the ones that are imported, once, on first import instead.
+PIP_INSTALL := $(BIN)/python -m pip install --no-compile --quiet --disable-pip-version-check -c constraints.txt
+# ... which needs it to write what it compiled: some machines set PYTHONDONTWRITEBYTECODE, and with it every
+# process would compile torch again (4 s more per import).
+unexport PYTHONDONTWRITEBYTECODE
 export TQDM_DISABLE ?= 1
 export PYTHONHASHSEED := 0
 # OpenMP threads that sleep rather than spin while waiting: on a busy machine, spinning turned a

@@ -93,6 +93,21 @@ def test_batched_beam_search_equals_one_sentence_at_a_time(k):
         assert [h for _, h in alone.finished[0]] == [h for _, h in batched.finished[b]]
 
 
+def test_done_sentences_leave_the_batch(monkeypatch):
+    model = _model(True, seed=5)
+    with torch.no_grad():
+        model.out.bias[EOS] = 1.0  # so that the sentences end at different steps: after 2, 3 or 10 tokens
+    src, mask = _batch(5)
+    k, rows = 2, []
+    step = D.decoder_step
+    monkeypatch.setattr(D, "decoder_step", lambda m, cache, tokens, *a: rows.append(len(tokens)) or step(m, cache, tokens, *a))
+    result = D.beam_search(model, src, mask, beam_size=k, max_len=10)
+    # Each step runs K rows per sentence that does not have K finished hypotheses yet, and no more.
+    lengths = [max(len(h) for _, h in f) for f in result.finished]  # tokens of a sentence's last ending, <eos> excluded
+    expected = [k * sum(n >= t - 1 for n in lengths) for t in range(1, result.steps + 1)]
+    assert rows == expected and rows[-1] == k < rows[0], (rows, expected)
+
+
 def _exhaustive_best(model, src, mask, max_len, alpha):
     """Score every output of at most max_len tokens (ending in <eos>, or max_len tokens without one)."""
     memory = model.encode(src, mask)

@@ -13,8 +13,8 @@ best ones over all of them (not K per beam) survive, remembering which beam they
 and the cache rows are reordered to follow them. A continuation that writes <eos> is set aside as a
 finished hypothesis and scored with the length penalty of Wu et al. (2016), lp(n) = ((5 + n) / 6) ** alpha:
 log-probabilities only fall as a hypothesis grows, so without it short outputs win. A sentence is done once
-it has K finished hypotheses; at ``max_len`` the best K candidates finish as they are (greedy decoding, too,
-stops there without an <eos>).
+it has K finished hypotheses, and its rows leave the batch; at ``max_len`` the best K candidates finish as
+they are (greedy decoding, too, stops there without an <eos>).
 
 Shapes: B sentences, K beams, R = B K rows, T_x source length, t tokens so far, d = d_model, h heads, V vocabulary.
 """
@@ -205,38 +205,40 @@ def _beam_search(model, src, src_mask, k: int, max_len: int, alpha: float, eos_i
     scores[:, 0] = 0.0  # (B, K) log-probabilities of the live hypotheses
     prefix = torch.full((b * k, 1), model.bos_id, dtype=torch.long, device=device)  # (R, t + 1), <bos> first
     finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(b)]
-    done = [False] * b
-    offsets = (torch.arange(b, device=device) * k)[:, None]  # (B, 1): the first row of each sentence
+    # The sentences still being searched, in row order: a done sentence's rows leave the batch, so that the
+    # steps a few long sentences take cost nothing for the others (B shrinks to the live sentences).
+    live = list(range(b))
     step = 0
     for step in range(1, max_len + 1):
-        logp = F.log_softmax(decoder_step(model, cache, prefix[:, -1]).float(), dim=-1)  # (R, V)
+        n = len(live)
+        logp = F.log_softmax(decoder_step(model, cache, prefix[:, -1]).float(), dim=-1)  # (n K, V)
         vocab = logp.shape[1]
-        candidates = (scores[:, :, None] + logp.view(b, k, vocab)).view(b, k * vocab)  # (B, K V)
+        candidates = (scores[:, :, None] + logp.view(n, k, vocab)).view(n, k * vocab)  # (n, K V)
         # 2K candidates: at most K of them end in <eos> (one per beam), so K live ones always remain.
         top, index = candidates.topk(min(2 * k, k * vocab), dim=1)  # (B, 2K), best first
         beam, token = index // vocab, index % vocab  # back-pointers and new tokens
         is_eos = token == eos_id
         last = step == max_len  # out of room: the best K candidates end here, <eos> or not (as greedy's would)
         ends = (torch.isfinite(top[:, :k]) & (is_eos[:, :k] | last)).nonzero().tolist()
-        if ends:  # finished: among the best K candidates, for sentences not yet done
+        if ends:  # finished: among the best K candidates
             rows = prefix[:, 1:].tolist()
             lp = length_penalty(step, alpha)
-            for s, j in ends:
-                if not done[s]:
-                    tail = [] if token[s, j].item() == eos_id else [token[s, j].item()]
-                    finished[s].append((top[s, j].item() / lp, rows[s * k + beam[s, j].item()] + tail))
+            for i, j in ends:
+                tail = [] if token[i, j].item() == eos_id else [token[i, j].item()]
+                finished[live[i]].append((top[i, j].item() / lp, rows[i * k + beam[i, j].item()] + tail))
         if last:
             break
         # Live: the best K candidates that do not end in <eos>, in order (a stable sort puts them first).
-        order = torch.sort(is_eos.to(torch.int8), dim=1, stable=True).indices[:, :k]  # (B, K)
-        scores = top.gather(1, order)
-        rows = (offsets + beam.gather(1, order)).flatten()  # (R,) the row each new beam extends
-        cache.reorder(rows)
-        prefix = torch.cat([prefix.index_select(0, rows), token.gather(1, order).flatten()[:, None]], dim=1)
-        for s in range(b):
-            done[s] = done[s] or len(finished[s]) >= k
-        if all(done):
+        order = torch.sort(is_eos.to(torch.int8), dim=1, stable=True).indices[:, :k]  # (n, K)
+        keep = [i for i in range(n) if len(finished[live[i]]) < k]  # a sentence with K finished ones is done
+        if not keep:
             break
+        kept = torch.tensor(keep, device=device)  # (n',)
+        rows = (kept[:, None] * k + beam.gather(1, order)[kept]).flatten()  # (n' K,) the row each new beam extends
+        scores = top.gather(1, order)[kept]
+        cache.reorder(rows)
+        prefix = torch.cat([prefix.index_select(0, rows), token.gather(1, order)[kept].flatten()[:, None]], dim=1)
+        live = [live[i] for i in keep]
     for hyps in finished:
         hyps.sort(key=lambda h: -h[0])
     return BeamResult([h[0][1] for h in finished], [h[0][0] for h in finished], finished, step)
