@@ -16,13 +16,13 @@ Loaded with `-p tests.schedule`. Under `--nbval`, it does four things:
   longer come from the attribute that xdist 3.8 rewrites).
 - Order: first the solution notebooks that train a translation model (the first chapter that uses it
   trains it and fills the model cache), then everything that needs no trained translation model (unit
-  tests included). A notebook that loads trained models (chapter 9) is not handed out in queue order:
-  it goes to the worker that runs the last of its trainers, queued right behind it, or to any worker
-  once they have all finished. Three models train for 5 minutes each: in a plain chapter order, one
-  worker waited minutes on a model that the other was still training (a notebook that needs a model
-  waits on its lock); with chapter 9 last in the queue, it started after every unit test had been
-  handed out and ran alone at the end. Run with `--dist loadscope --no-loadscope-reorder`, so that
-  xdist keeps the queue's order.
+  tests included), then the notebooks that load a model trained before them. Three models train for
+  5 minutes each: in a plain chapter order, one worker waited minutes on a model that the other was
+  still training (a notebook that needs a model waits on its lock), and the last notebooks ran alone.
+  Chapter 9 (it needs all three models) still runs last, mostly alone: queued right behind the last
+  trainer instead, it ran beside the unit tests, and its two-thread kernel then took half as long
+  again (268 s against 179 s in CI), which cost more than the idle worker it saved.
+  Run with `--dist loadscope --no-loadscope-reorder`, so that xdist keeps this order.
 - With NOTEBOOK_THREADS set (the Makefile sets 2, the course's CPU budget), each notebook's kernel gets
   that many BLAS/OpenMP threads while the unit tests keep OMP_NUM_THREADS (1). Two notebooks at once
   share the two cores; a notebook that runs alone (chapter 9's beam search, at the end) uses both.
@@ -71,25 +71,14 @@ def _notebook(item: pytest.Item) -> Path | None:
     return item.path if item.path.suffix == ".ipynb" else None
 
 
-def _trainers(notebooks: list[Path]) -> dict[str, Path]:
-    """Which notebook trains each model: the first solution notebook (by chapter) to use it."""
+def _waves(notebooks: list[Path]) -> dict[Path, int]:
+    """The wave of each notebook: the first solution notebook (by chapter) to use a model trains it."""
     trainer: dict[str, Path] = {}
     for path in sorted(p for p in notebooks if p.parent.name == "solutions"):
         for name in sorted(_models(path)):
             trainer.setdefault(name, path)
-    return trainer
-
-
-def _waves(notebooks: list[Path]) -> dict[Path, int]:
-    """The wave of each notebook: TRAINS if it trains a model, LOADS if it only loads one, else FREE."""
-    trainers = set(_trainers(notebooks).values())
+    trainers = set(trainer.values())
     return {p: TRAINS if p in trainers else LOADS if _models(p) else FREE for p in notebooks}
-
-
-def _needs(notebooks: list[Path]) -> dict[Path, frozenset[Path]]:
-    """For each notebook of the LOADS wave, the notebooks that train the models it loads."""
-    trainer, waves = _trainers(notebooks), _waves(notebooks)
-    return {p: frozenset(trainer[m] for m in _models(p) if m in trainer) for p in notebooks if waves[p] == LOADS}
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
@@ -98,62 +87,10 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
         return None
     from xdist.scheduler import LoadScopeScheduling
 
-    root = config.rootpath
-
     class NotebookScheduling(LoadScopeScheduling):
-        """xdist's scheduling by scope, with one change: a notebook that loads trained models goes to the worker
-        that runs the last of their trainers, queued behind it, or to any worker once they have all finished.
-
-        Why: chapter 9 needs the three models, so it cannot start before the last of them is trained; in queue
-        order it started after every other unit had been handed out, and ran alone at the end (3 minutes in
-        CI). Queued behind the last trainer, it starts the moment that notebook ends, while the other worker
-        works through the unit tests.
-        """
-
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
             return path if path.endswith(".ipynb") else nodeid
-
-        @property
-        def needs(self) -> dict[str, frozenset[str]]:
-            """notebook scope -> the scopes of the notebooks that train its models (those in this session)."""
-            if not hasattr(self, "_needs_cache"):
-                paths = {root / s: s for s in self.workqueue if s.endswith(".ipynb")}
-                self._needs_cache = {paths[p]: frozenset(paths[t] for t in ts) for p, ts in _needs(list(paths)).items() if ts}
-            return self._needs_cache
-
-        def _finished(self, scope: str) -> bool:
-            if scope in self.workqueue:
-                return False
-            return not any(scope in work and not all(work[scope].values()) for work in self.assigned_work.values())
-
-        def _pick(self, node) -> str | None:
-            """The unit to give ``node``: a notebook whose trainers are finished or this node's, else the first
-            unit that needs no model, else (so that no worker sits idle for ever) the first one there is."""
-            held = self.assigned_work.get(node, {})
-            for scope in self.workqueue:
-                needs = self.needs.get(scope)
-                if needs and all(t in held or self._finished(t) for t in needs):
-                    return scope
-            for scope in self.workqueue:
-                if scope not in self.needs:
-                    return scope
-            return next(iter(self.workqueue)) if self._pending_of(held) <= 1 else None
-
-        def _assign_work_unit(self, node) -> None:
-            scope = self._pick(node)
-            if scope is None:
-                return
-            work_unit = self.workqueue.pop(scope)
-            self.assigned_work.setdefault(node, {})[scope] = work_unit
-            collection = self.registered_collections[node]
-            node.send_runtest_some([collection.index(nodeid) for nodeid, done in work_unit.items() if not done])
-
-        def mark_test_complete(self, node, item_index: int, duration: float = 0) -> None:
-            super().mark_test_complete(node, item_index, duration)
-            for other in self.nodes:  # a unit held back for its models may now suit a worker that waits
-                if other is not node and self.workqueue:
-                    self._reschedule(other)
 
     return NotebookScheduling(config, log)
 
