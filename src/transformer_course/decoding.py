@@ -215,7 +215,7 @@ def _beam_search(model, src, src_mask, k: int, max_len: int, alpha: float, eos_i
         vocab = logp.shape[1]
         candidates = (scores[:, :, None] + logp.view(n, k, vocab)).view(n, k * vocab)  # (n, K V)
         # 2K candidates: at most K of them end in <eos> (one per beam), so K live ones always remain.
-        top, index = candidates.topk(min(2 * k, k * vocab), dim=1)  # (B, 2K), best first
+        top, index = candidates.topk(min(2 * k, k * vocab), dim=1)  # (n, 2K), best first
         beam, token = index // vocab, index % vocab  # back-pointers and new tokens
         is_eos = token == eos_id
         last = step == max_len  # out of room: the best K candidates end here, <eos> or not (as greedy's would)
