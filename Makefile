@@ -58,8 +58,9 @@ release: $(STAMP)
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg -p tests.schedule \
 	--dist loadscope --no-loadscope-reorder
 
+# The trainers (marker `trains`, tests/test_trained_models.py) take 5 minutes each on an empty model cache.
 test-fast: $(STAMP)
-	$(TEST_ENV) $(BIN)/python -m pytest -n $(JOBS) --durations=15 tests
+	$(TEST_ENV) $(BIN)/python -m pytest -n $(JOBS) -m "not trains" --durations=15 tests
 
 test-notebooks: $(STAMP)
 	$(TEST_ENV) $(BIN)/python -m pytest -n $(JOBS) $(NBVAL) --durations=15 solutions notebooks

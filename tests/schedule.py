@@ -14,18 +14,23 @@ Loaded with `-p tests.schedule`. Under `--nbval`, it does four things:
 - Each notebook runs whole on one worker, in one kernel; unit tests are spread one by one (a scheduler
   of its own: xdist's `--dist loadgroup` does not group anything under pytest 9, whose node ids no
   longer come from the attribute that xdist 3.8 rewrites).
-- Order: first the solution notebooks that train a translation model (the first chapter that uses it
-  trains it and fills the model cache), then everything that needs no trained translation model (unit
-  tests included), then the notebooks that load a model trained before them. Three models train for
-  5 minutes each: in a plain chapter order, one worker waited minutes on a model that the other was
-  still training (a notebook that needs a model waits on its lock), and the last notebooks ran alone.
-  Chapter 9 (it needs all three models) still runs last, mostly alone: queued right behind the last
-  trainer instead, it ran beside the unit tests, and its two-thread kernel then took half as long
-  again (268 s against 179 s in CI), which cost more than the idle worker it saved.
+- Order: first the three translation models train, as tests of their own (tests/test_trained_models.py,
+  marker `trains`: the same call as the chapters', so the same cache entry), then the notebooks that load
+  them, then everything else (unit tests and the notebooks that need no model). Before, the first
+  chapter to use a model trained it: chapter 3's and chapter 4's date and copy experiments (2 to 3
+  minutes each in CI) then ran before their translation training, chapter 8 after chapter 3 on the
+  same worker, and chapter 9 (it needs all three models) last, mostly alone: 19.5 minutes of pytest
+  in CI. Trained up front, two models train at once from the start and the third right after.
+  xdist hands a worker its next unit when its current one has at most two tests left, so a one-test
+  unit brings its successor along at once, and the queue alternates between the two workers: one
+  runs seq2seq, then the Transformer, then chapter 8 and chapter 9; the other Bahdanau, then
+  chapters 3 and 4, then the rest. That is why chapter 8 comes before chapter 4 in LOADERS: queued
+  third among the notebooks, chapter 4 would wait behind the Transformer's training, and chapter 8
+  would wait on the other worker for the Transformer.
   Run with `--dist loadscope --no-loadscope-reorder`, so that xdist keeps this order.
 - With NOTEBOOK_THREADS set (the Makefile sets 2, the course's CPU budget), each notebook's kernel gets
-  that many BLAS/OpenMP threads while the unit tests keep OMP_NUM_THREADS (1). Two notebooks at once
-  share the two cores; a notebook that runs alone (chapter 9's beam search, at the end) uses both.
+  that many BLAS/OpenMP threads while the unit tests keep OMP_NUM_THREADS (1); the trainers take it too.
+  Two of them at once share the two cores.
 """
 
 from __future__ import annotations
@@ -38,7 +43,10 @@ from pathlib import Path
 
 import pytest
 
-TRAINS, FREE, LOADS = 0, 1, 2  # the three waves, in order
+TRAINS, LOADS, FREE = 0, 1, 2  # the three waves, in order
+
+# The solution notebooks that load a trained translation model, in the order they are queued (see above).
+LOADERS = ("03_encoder_decoder", "08_transformer", "04_bahdanau_attention", "09_beam_search")
 
 
 CHECK = re.compile(r'\bcheck\("\d+\.\d+"')  # a self-check cell: `beam_step = check("9.2", beam_step)`
@@ -71,14 +79,15 @@ def _notebook(item: pytest.Item) -> Path | None:
     return item.path if item.path.suffix == ".ipynb" else None
 
 
-def _waves(notebooks: list[Path]) -> dict[Path, int]:
-    """The wave of each notebook: the first solution notebook (by chapter) to use a model trains it."""
-    trainer: dict[str, Path] = {}
-    for path in sorted(p for p in notebooks if p.parent.name == "solutions"):
-        for name in sorted(_models(path)):
-            trainer.setdefault(name, path)
-    trainers = set(trainer.values())
-    return {p: TRAINS if p in trainers else LOADS if _models(p) else FREE for p in notebooks}
+def _queue_key(item: pytest.Item) -> tuple[int, int]:
+    """(wave, rank): the trainers, then the notebooks that load a model (LOADERS first), then the rest."""
+    if item.get_closest_marker("trains"):
+        return TRAINS, 0
+    path = _notebook(item)
+    if path is None or not _models(path):
+        return FREE, 0
+    rank = LOADERS.index(path.stem) if path.parent.name == "solutions" and path.stem in LOADERS else len(LOADERS)
+    return LOADS, rank
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
@@ -100,8 +109,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     from nbval.plugin import find_comment_markers, find_metadata_tags
 
-    notebooks = sorted({p for p in map(_notebook, items) if p is not None})
-    waves = _waves(notebooks)
     for item in items:
         path = _notebook(item)
         if path is None:
@@ -112,8 +119,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             explicit = {**dict(find_metadata_tags(item.cell.metadata)), **dict(find_comment_markers(item.cell.source))}
             if "check" not in explicit:
                 item.options["check"] = False  # lax: the student version's outputs are not stored
-    # A stable sort: within a wave, collection order (chapter order, each notebook's cells in order).
-    items.sort(key=lambda item: waves[_notebook(item)] if _notebook(item) else FREE)
+    # A stable sort: otherwise collection order (chapter order, each notebook's cells in order).
+    items.sort(key=_queue_key)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -108,6 +108,23 @@ def test_done_sentences_leave_the_batch(monkeypatch):
     assert rows == expected and rows[-1] == k < rows[0], (rows, expected)
 
 
+def test_greedy_rows_that_wrote_eos_leave_the_batch(monkeypatch):
+    model = _model(True, seed=5)
+    with torch.no_grad():
+        model.out.bias[EOS] = 1.0  # so that the rows end at different steps
+    src, mask = _batch(5)
+    rows, step = [], D.decoder_step
+    monkeypatch.setattr(D, "decoder_step", lambda m, cache, tokens, *a: rows.append(len(tokens)) or step(m, cache, tokens, *a))
+    tokens, weights = D.greedy_decode(model, src, mask, 10, with_weights=True)
+    slow, slow_weights = model.generate(src, mask, 10, use_cache=False)  # every row to the end, then filled
+    ends = [row.index(EOS) + 1 if EOS in row else 10 for row in tokens.tolist()]  # tokens written, <eos> included
+    # Each step runs the rows that have not written <eos> yet, and no more.
+    assert rows == [sum(n >= t for n in ends) for t in range(1, tokens.shape[1] + 1)] and rows[-1] < rows[0], rows
+    assert torch.equal(tokens, slow) and torch.allclose(weights, slow_weights, atol=1e-12)
+    for row, n in enumerate(ends):
+        assert (tokens[row, n:] == EOS).all() and (weights[row, n:] == 0).all()  # a stopped row: <eos>, no weights
+
+
 def _exhaustive_best(model, src, mask, max_len, alpha):
     """Score every output of at most max_len tokens (ending in <eos>, or max_len tokens without one)."""
     memory = model.encode(src, mask)

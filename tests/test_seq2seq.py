@@ -2,7 +2,9 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
-from transformer_course import seq2seq
+import pytest
+
+from transformer_course import bahdanau, seq2seq
 from transformer_course.data import make_batch
 
 
@@ -88,3 +90,36 @@ def test_generation_stops_once_every_sequence_has_ended():
     batch = make_batch([[4, 5, 6], [4, 5]], [[3], [3]], 0, 2)
     tokens, _ = model.generate(batch.src, batch.src_mask, 10)
     assert tokens.tolist() == [[2], [2]]
+
+
+@pytest.mark.parametrize("attention", [False, True])
+def test_greedy_rows_that_wrote_eos_leave_the_batch(attention):
+    torch.manual_seed(0)
+    model = (bahdanau.AttentionSeq2Seq(12, 9, 4, 6, 5) if attention else seq2seq.Seq2Seq(12, 9, 4, 6)).double().eval()
+    # (seeded: with these weights the rows write <eos> after 1, 2 or 3 tokens, or after 3 to 8 with attention)
+    batch = make_batch([[4, 5, 6], [4, 5, 6, 7, 8], [9, 3], [7, 7, 7, 7], [5], [11, 10, 9]], [[3]] * 6, 0, 2)
+    rows = []
+    model.decoder.register_forward_pre_hook(lambda module, args: rows.append(len(args[0])))
+    tokens, weights = model.generate(batch.src, batch.src_mask, 8)
+    # The reference: every row steps to the end, and what follows its first <eos> is then replaced.
+    h, s = model.encoder(batch.src, batch.src_mask)
+    state, y, ref, ref_w = s, torch.ones(6, dtype=torch.long), [], []
+    with torch.no_grad():
+        for _ in range(8):
+            if attention:
+                logits, state, w = model.decoder(y, state, h, batch.src_mask)
+                ref_w.append(w)
+            else:
+                logits, state = model.decoder(y, state)
+            y = logits.argmax(-1)
+            ref.append(y)
+    ref = torch.stack(ref, dim=1)
+    ends = [row.index(2) + 1 if 2 in row else 8 for row in ref.tolist()]  # tokens written, <eos> included
+    assert len(set(ends)) > 2 and tokens.shape == (6, max(ends))
+    # Each step ran the rows that had not written <eos> yet, and no more (the hook saw the reference's steps too).
+    assert rows[: max(ends)] == [sum(n >= t for n in ends) for t in range(1, max(ends) + 1)]
+    for row, n in enumerate(ends):
+        assert tokens[row, :n].tolist() == ref[row, :n].tolist() and (tokens[row, n:] == 2).all()
+        if attention:
+            torch.testing.assert_close(weights[row, :n], torch.stack(ref_w, dim=1)[row, :n], atol=1e-12, rtol=0)
+            assert (weights[row, n:] == 0).all()

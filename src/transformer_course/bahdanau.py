@@ -146,19 +146,24 @@ class AttentionSeq2Seq(nn.Module):
     def generate(self, src: Tensor, src_mask: Tensor, max_len: int) -> tuple[Tensor, Tensor]:
         """Greedy tokens (B, L) and the attention weights (B, L, T_x) of every step, L <= max_len.
 
-        Decoding stops early once every sequence has written <eos>.
+        Decoding stops early once every sequence has written <eos>. A sequence that has written it leaves
+        the batch, so that the decoder steps only the rows still writing; its remaining positions hold <eos>
+        and zero weights.
         """
-        h, s = self.encoder(src, src_mask)
-        keys = self.decoder.U(h)
-        y = torch.full((src.shape[0],), self.bos_id, dtype=torch.long, device=src.device)
-        done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
-        tokens, weights = [], []
-        for _ in range(max_len):
-            logits, s, w = self.decoder(y, s, h, src_mask, keys)
+        h, s = self.encoder(src, src_mask)  # (B, T_x, H_enc), (B, H)
+        keys = self.decoder.U(h)  # (B, T_x, d_att)
+        B, T_x = src.shape
+        tokens = torch.full((B, max_len), self.eos_id, dtype=torch.long, device=src.device)
+        weights = torch.zeros(B, max_len, T_x, dtype=h.dtype, device=src.device)
+        live = torch.arange(B, device=src.device)  # (n,): the batch rows still writing
+        y = torch.full((B,), self.bos_id, dtype=torch.long, device=src.device)
+        mask, steps = src_mask, 0
+        while steps < max_len and live.numel() > 0:
+            logits, s, w = self.decoder(y, s, h, mask, keys)  # (n, V), (n, H), (n, T_x)
             y = logits.argmax(dim=-1)
-            tokens.append(y)
-            weights.append(w)
-            done |= y == self.eos_id
-            if bool(done.all()):
-                break
-        return torch.stack(tokens, dim=1), torch.stack(weights, dim=1)
+            tokens[live, steps], weights[live, steps] = y, w
+            steps += 1
+            going = y != self.eos_id
+            if not bool(going.all()):
+                live, y, s, h, mask, keys = live[going], y[going], s[going], h[going], mask[going], keys[going]
+        return tokens[:, :steps], weights[:, :steps]

@@ -145,25 +145,39 @@ def greedy_decode(model: nn.Module, src: Tensor, src_mask: Tensor, max_len: int,
                   with_weights: bool = False) -> Tensor | tuple[Tensor, Tensor]:
     """Greedy decoding with the key/value cache: tokens (B, L), L <= max_len, stopping once every row has
     written ``eos_id`` (never if None); with ``with_weights`` also the last decoder layer's cross-attention
-    weights averaged over heads, (B, L, T_x). The same tokens as recomputing the prefix at every step."""
+    weights averaged over heads, (B, L, T_x). The same tokens as recomputing the prefix at every step.
+
+    A row that has written ``eos_id`` leaves the batch (its cache rows are dropped, as beam search drops a
+    done sentence), so each step runs only the rows still writing; its remaining positions hold ``eos_id``
+    and zero weights."""
     _check(model, src, src_mask, max_len)
     was_training = model.training
     model.eval()
     try:
+        B, T_x = src.shape
         cache = start_decoding(model, src, src_mask)
-        token = torch.full((src.shape[0],), model.bos_id, dtype=torch.long, device=src.device)  # (B,)
-        out, weights, finished = [], [], torch.zeros_like(token, dtype=torch.bool)
-        for _ in range(max_len):
-            token = decoder_step(model, cache, token, with_weights).argmax(dim=-1)  # (B,)
-            out.append(token)
+        tokens = torch.full((B, max_len), 0 if eos_id is None else eos_id, dtype=torch.long, device=src.device)
+        weights = None  # (B, max_len, T_x), in the dtype of the model's attention weights
+        live = torch.arange(B, device=src.device)  # (n,): the rows still writing
+        token = torch.full((B,), model.bos_id, dtype=torch.long, device=src.device)  # (n,)
+        steps = 0
+        while steps < max_len and live.numel() > 0:
+            token = decoder_step(model, cache, token, with_weights).argmax(dim=-1)  # (n,)
+            tokens[live, steps] = token
             if with_weights:
-                weights.append(cache.cross_weights[:, :, 0].mean(dim=1))  # (B, T_x)
+                step_weights = cache.cross_weights[:, :, 0].mean(dim=1)  # (n, T_x)
+                weights = step_weights.new_zeros(B, max_len, T_x) if weights is None else weights
+                weights[live, steps] = step_weights
+            steps += 1
             if eos_id is not None:
-                finished |= token == eos_id
-                if bool(finished.all()):
+                going = token != eos_id
+                if not bool(going.any()):
                     break
-        tokens = torch.stack(out, dim=1)
-        return (tokens, torch.stack(weights, dim=1)) if with_weights else tokens
+                if not bool(going.all()):
+                    keep = going.nonzero().squeeze(1)
+                    cache.reorder(keep)
+                    live, token = live[keep], token[keep]
+        return (tokens[:, :steps], weights[:, :steps]) if with_weights else tokens[:, :steps]
     finally:
         model.train(was_training)
 

@@ -153,19 +153,26 @@ class Seq2Seq(nn.Module):
 
     @torch.no_grad()
     def generate(self, src: Tensor, src_mask: Tensor, max_len: int) -> tuple[Tensor, None]:
-        """Greedy tokens (B, L), L <= max_len: decoding stops once every sequence has written <eos>."""
-        _, h = self.encoder(src, src_mask)
+        """Greedy tokens (B, L), L <= max_len: decoding stops once every sequence has written <eos>.
+
+        A sequence that has written <eos> leaves the batch: the decoder steps only the rows still writing
+        (in a batch of test sentences about half of the row-steps came after a row's <eos>). Its remaining
+        positions hold <eos>.
+        """
+        _, h = self.encoder(src, src_mask)  # (B, H)
+        tokens = torch.full((src.shape[0], max_len), self.eos_id, dtype=torch.long, device=src.device)
+        live = torch.arange(src.shape[0], device=src.device)  # (n,): the batch rows still writing
         y = torch.full((src.shape[0],), self.bos_id, dtype=torch.long, device=src.device)
-        done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
-        tokens = []
-        for _ in range(max_len):
-            logits, h = self.decoder(y, h)
+        steps = 0
+        while steps < max_len and live.numel() > 0:
+            logits, h = self.decoder(y, h)  # (n, V), (n, H)
             y = logits.argmax(dim=-1)
-            tokens.append(y)
-            done |= y == self.eos_id
-            if bool(done.all()):
-                break
-        return torch.stack(tokens, dim=1), None
+            tokens[live, steps] = y
+            steps += 1
+            going = y != self.eos_id
+            if not bool(going.all()):
+                live, y, h = live[going], y[going], h[going]
+        return tokens[:, :steps], None
 
 
 # Training -------------------------------------------------------------------------------------

@@ -430,8 +430,8 @@ class Transformer(nn.Module):
                  use_cache: bool = True) -> tuple[Tensor, Tensor]:
         """Greedy decoding: tokens (B, L) int64, and the last decoder layer's cross-attention weights,
         averaged over heads, at every step (B, L, T_x), L <= max_len. Decoding stops once every sequence
-        has written ``eos_id`` (never when it is None); what follows a sequence's first <eos> is ignored
-        by the decoders of data/. With ``use_cache`` (chapter 9's ``decoding.greedy_decode``) each step
+        has written ``eos_id`` (never when it is None); after a sequence's first <eos> its tokens are <eos>
+        and its weights zero (the decoders of data/ stop at the first <eos>). With ``use_cache`` (chapter 9's ``decoding.greedy_decode``) each step
         computes only the new position, reading earlier keys and values from a cache; without it the whole
         prefix is recomputed at every step, as below: the same tokens, more slowly."""
         _check_ids("src", src, src_mask, "src_mask", self.max_len)
@@ -458,4 +458,9 @@ class Transformer(nn.Module):
                     break
         finally:
             last.store_cross_weights = stored
-        return tokens[:, 1:], torch.stack(weights, dim=1)
+        tokens, weights = tokens[:, 1:], torch.stack(weights, dim=1)  # (B, L), (B, L, T_x)
+        if eos_id is not None:  # as with the cache: after a row's first <eos>, <eos> and no weights
+            ended = (tokens == eos_id).long()
+            after = ended.cumsum(dim=1) - ended > 0  # (B, L): an <eos> came before this position
+            tokens, weights = tokens.masked_fill(after, eos_id), weights.masked_fill(after[..., None], 0.0)
+        return tokens, weights

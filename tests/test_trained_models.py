@@ -1,0 +1,52 @@
+"""The translation models of chapters 3, 4 and 8, trained on Tatoeba English-Spanish within their budgets.
+
+Each test trains its model once (5 minutes on CPU), or loads it from the model cache when the same
+configuration, data and code trained it before, exactly as the chapters' notebooks do: the same call, so the
+same cache entry. `make test` runs these first (tests/schedule.py): the three models then train at the very
+start, two at a time, instead of inside the notebooks after their other experiments, and every notebook
+loads them. `make test-fast` leaves them out (marker `trains`).
+"""
+
+import os
+
+import pytest
+import torch
+
+from transformer_course.configs import CONFIGS
+from transformer_course.data.batching import length_batches
+from transformer_course.seq2seq import translate
+from transformer_course.translation import max_output_length, translation_experiment
+
+# The CPU configurations the chapters train (chapter 8 takes transformer-gpu instead on a CUDA machine).
+MODELS = ["seq2seq-cpu", "bahdanau-cpu", "transformer-cpu"]
+
+
+@pytest.fixture
+def course_threads():
+    """The course's CPU budget for a notebook, two threads, also here where unit tests get one."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(max(1, min(int(os.environ.get("NOTEBOOK_THREADS", "2")), os.cpu_count() or 1)))
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.mark.trains
+@pytest.mark.parametrize("name", MODELS)
+def test_a_translation_model_learns_within_its_budget(name, course_threads):
+    run = translation_experiment(name, progress=False)
+    history, data, model = run["history"], run["data"], run["model"]
+    assert history["seconds"] <= CONFIGS[name]["seconds"] + 10  # the budget holds (the last step may run over)
+    loss = history["loss"]
+    # Loose, as in the notebooks: five minutes on a busy 2-core machine train a few hundred steps at most.
+    assert sum(loss[-25:]) / 25 < 0.75 * loss[0], f"{name}: the loss should have fallen by a quarter at least"
+    hypotheses = run["hypotheses"]
+    assert len(hypotheses) == len(data.test_sources) and sum(map(bool, hypotheses)) > 0.9 * len(hypotheses)
+    # The test translations stored with the model are the ones it writes (a check of the cache, when it loaded):
+    # three of the evaluation's batches again, the same sentences together (a batch's longest source sets the
+    # length limit of all its outputs).
+    groups = length_batches([len(ids) for ids in data.test_ids], 256, shuffle=False)
+    for group in (groups[0], groups[len(groups) // 2], groups[-1]):
+        again = translate(model, [data.test_ids[i] for i in group], data.tokenizer, max_output_length, 256,
+                          data.tokenizer.pad_id)
+        differ = sum(a != hypotheses[i] for a, i in zip(again, group))
+        assert differ == 0, f"{name}: {differ} of {len(group)} stored test translations differ from the model's"
