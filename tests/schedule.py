@@ -19,8 +19,9 @@ Loaded with `-p tests.schedule`. Under `--nbval`, it does four things:
   them, then everything else (unit tests and the notebooks that need no model). Before, the first
   chapter to use a model trained it: chapter 3's and chapter 4's date and copy experiments (2 to 3
   minutes each in CI) then ran before their translation training, chapter 8 after chapter 3 on the
-  same worker, and chapter 9 (it needs all three models) last, mostly alone: 19.5 minutes of pytest
-  in CI. Trained up front, two models train at once from the start and the third right after.
+  same worker, and chapter 9 (it needs all three models) last, mostly alone: 1,169 s of pytest in
+  CI. Trained up front, two models train at once from the start and the third right after: 1,022 s,
+  with both workers busy all but about 30 s of it.
   xdist hands a worker its next unit when its current one has at most two tests left, so a one-test
   unit brings its successor along at once, and the queue alternates between the two workers: one
   runs seq2seq, then the Transformer, then chapter 8 and chapter 9; the other Bahdanau, then

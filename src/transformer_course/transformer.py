@@ -431,9 +431,10 @@ class Transformer(nn.Module):
         """Greedy decoding: tokens (B, L) int64, and the last decoder layer's cross-attention weights,
         averaged over heads, at every step (B, L, T_x), L <= max_len. Decoding stops once every sequence
         has written ``eos_id`` (never when it is None); after a sequence's first <eos> its tokens are <eos>
-        and its weights zero (the decoders of data/ stop at the first <eos>). With ``use_cache`` (chapter 9's ``decoding.greedy_decode``) each step
-        computes only the new position, reading earlier keys and values from a cache; without it the whole
-        prefix is recomputed at every step, as below: the same tokens, more slowly."""
+        and its weights zero (the decoders of data/ stop at the first <eos>). With ``use_cache`` (chapter
+        9's ``decoding.greedy_decode``) each step computes only the new position, reading earlier keys and
+        values from a cache; without it the whole prefix is recomputed at every step, as below: the same
+        tokens, more slowly."""
         _check_ids("src", src, src_mask, "src_mask", self.max_len)
         if _positive_int("max_len", max_len) > self.max_len:
             raise ValueError(f"max_len={max_len} is more than the model's max_len={self.max_len} positions")
