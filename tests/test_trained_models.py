@@ -14,8 +14,7 @@ import torch
 
 from transformer_course.configs import CONFIGS
 from transformer_course.data.batching import length_batches
-from transformer_course.seq2seq import translate
-from transformer_course.translation import max_output_length, translation_experiment
+from transformer_course.translation import TEST_BATCH, greedy_translations, translation_experiment
 
 # The CPU configurations the chapters train (chapter 8 takes transformer-gpu instead on a CUDA machine).
 MODELS = ["seq2seq-cpu", "bahdanau-cpu", "transformer-cpu"]
@@ -42,11 +41,9 @@ def test_a_translation_model_learns_within_its_budget(name, course_threads):
     hypotheses = run["hypotheses"]
     assert len(hypotheses) == len(data.test_sources) and sum(map(bool, hypotheses)) > 0.9 * len(hypotheses)
     # The test translations stored with the model are the ones it writes (a check of the cache, when it loaded):
-    # three of the evaluation's batches again, the same sentences together (a batch's longest source sets the
-    # length limit of all its outputs).
-    groups = length_batches([len(ids) for ids in data.test_ids], 256, shuffle=False)
+    # three of the evaluation's batches again, the same sentences together.
+    groups = length_batches([len(ids) for ids in data.test_ids], TEST_BATCH, shuffle=False)
     for group in (groups[0], groups[len(groups) // 2], groups[-1]):
-        again = translate(model, [data.test_ids[i] for i in group], data.tokenizer, max_output_length, 256,
-                          data.tokenizer.pad_id)
+        again = greedy_translations(model, data, [data.test_ids[i] for i in group])
         differ = sum(a != hypotheses[i] for a, i in zip(again, group))
         assert differ == 0, f"{name}: {differ} of {len(group)} stored test translations differ from the model's"

@@ -171,8 +171,6 @@ def greedy_decode(model: nn.Module, src: Tensor, src_mask: Tensor, max_len: int,
             steps += 1
             if eos_id is not None:
                 going = token != eos_id
-                if not bool(going.any()):
-                    break
                 if not bool(going.all()):
                     keep = going.nonzero().squeeze(1)
                     cache.reorder(keep)

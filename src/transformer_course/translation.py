@@ -100,9 +100,15 @@ def max_output_length(src_len: int) -> int:
     return int(1.5 * src_len) + 10
 
 
-def greedy_translations(model: nn.Module, data: TranslationData, batch_size: int = 256) -> list[str]:
-    """Greedy translations of every distinct test sentence, decoded to text."""
-    return translate(model, data.test_ids, data.tokenizer, max_output_length, batch_size, data.tokenizer.pad_id)
+# Sentences per batch when the test set is decoded; a batch's longest source sets the length limit of all its
+# outputs, so only the same batches give the same translations.
+TEST_BATCH = 256
+
+
+def greedy_translations(model: nn.Module, data: TranslationData, sources: list[list[int]] | None = None) -> list[str]:
+    """Greedy translations of every distinct test sentence (or of ``sources``), decoded to text."""
+    sources = data.test_ids if sources is None else sources
+    return translate(model, sources, data.tokenizer, max_output_length, TEST_BATCH, data.tokenizer.pad_id)
 
 
 def evaluate_bleu(model: nn.Module, data: TranslationData) -> float:
