@@ -159,13 +159,11 @@ class AttentionSeq2Seq(nn.Module):
         # The GRU's input is [embedding, context]; its input projection splits into those two parts.
         from_tokens = F.linear(emb, cell.weight_ih[:, :d_emb], cell.bias_ih)  # (B, T_y, 3H)
         w_context = cell.weight_ih[:, d_emb:]  # (3H, H_enc)
-        padding = torch.zeros_like(src_mask, dtype=h.dtype).masked_fill(~src_mask, float("-inf"))  # (B, T_x)
         v = dec.v.weight[0]  # (A,)
         states, contexts, weights = [], [], []
         for t in range(tgt.shape[1]):
-            scores = torch.tanh(dec.W(s)[:, None, :] + keys) @ v + padding  # (B, T_x)
-            w = torch.softmax(scores, dim=-1)  # (B, T_x)
-            c = torch.bmm(w[:, None, :], h)[:, 0]  # (B, H_enc)
+            scores = torch.tanh(dec.W(s)[:, None, :] + keys) @ v  # (B, T_x)
+            c, w = attention_context(scores, h, src_mask)  # (B, H_enc), (B, T_x)
             s = gru_update(from_tokens[:, t] + F.linear(c, w_context), F.linear(s, cell.weight_hh, cell.bias_hh), s)
             states.append(s)
             contexts.append(c)
