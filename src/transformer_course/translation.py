@@ -2,7 +2,11 @@
 configurations for a CPU and a GPU, training with the model cache, and held-out evaluation.
 
 Every model is trained on the same split, with the same tokenizer, and evaluated the same way: greedy
-decoding of every distinct test sentence, detokenised, corpus BLEU against all of its references.
+decoding, detokenised, corpus BLEU against all the references of each sentence. Two held-out sets, both
+disjoint by English sentence from the training pairs and from each other: a validation set of 2,000
+sentences, on which every choice is tuned (configurations, learning rates, beam widths) and training
+curves are drawn, and the test set (every other held-out sentence of the test split), decoded only to
+report a final figure.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from torch import nn
 
 from .configs import CONFIGS
 from .data.batching import Batch, token_batches
-from .data.tatoeba import SPA_TSV_SHA256, multi_reference, tatoeba_split
+from .data.tatoeba import SPA_TSV_SHA256, multi_reference, tatoeba_split, validation_sentences
 from .data.tokenize import BPETokenizer, train_bpe
 from .metrics import bleu_by_length, corpus_bleu
 from .seq2seq import cache_dir, cached_training, count_parameters, translate
@@ -36,7 +40,18 @@ class TranslationData:
     test_sources: list[str]  # every distinct English test sentence, in order
     test_references: list[list[str]]  # all of its Spanish translations
     test_ids: list[list[int]]  # the test sentences in BPE ids
+    valid_sources: list[str]  # the validation sentences, as the test ones: tune on these, never on the test set
+    valid_references: list[list[str]]
+    valid_ids: list[list[int]]
     fingerprint: str  # identifies the data, the split and the tokenizer for the model cache
+
+    def held_out(self, part: str) -> tuple[list[list[int]], list[list[str]]]:
+        """(source ids, references) of 'valid' or 'test'."""
+        if part == "valid":
+            return self.valid_ids, self.valid_references
+        if part == "test":
+            return self.test_ids, self.test_references
+        raise ValueError(f"part must be 'valid' or 'test', got {part!r}")
 
 
 def _tokenizer(texts: list[str], key: str, vocab_size: int) -> BPETokenizer:
@@ -68,10 +83,12 @@ def load_data(max_tokens: int = 1000, seed: int = 0, vocab_size: int = VOCAB_SIZ
                             tokenizer.eos_id, seed=seed)
     test = multi_reference(split.test)
     sources = [en for en, _ in test]
+    valid = validation_sentences(split.valid)
     fingerprint = f"tatoeba {SPA_TSV_SHA256[:12]} bpe {hashlib.sha256(tokenizer.to_str().encode()).hexdigest()[:12]} " \
                   f"max_tokens {max_tokens} seed {seed}"
     return TranslationData(tokenizer, batches, sources, [refs for _, refs in test], tokenizer.encode_batch(sources),
-                           fingerprint)
+                           [en for en, _ in valid], [refs for _, refs in valid],
+                           tokenizer.encode_batch([en for en, _ in valid]), fingerprint)
 
 
 def build_model(config: dict, vocab_size: int, seed: int = 0) -> nn.Module:
@@ -111,14 +128,19 @@ def greedy_translations(model: nn.Module, data: TranslationData, sources: list[l
     return translate(model, sources, data.tokenizer, max_output_length, TEST_BATCH, data.tokenizer.pad_id)
 
 
-def evaluate_bleu(model: nn.Module, data: TranslationData) -> float:
-    return corpus_bleu(greedy_translations(model, data), data.test_references)
+def evaluate_bleu(model: nn.Module, data: TranslationData, part: str = "valid") -> float:
+    """Greedy corpus BLEU on the validation set (the default: what tuning and training curves read) or the test set."""
+    sources, references = data.held_out(part)
+    return corpus_bleu(greedy_translations(model, data, sources), references)
 
 
 def translation_experiment(name: str, seconds: float | None = None, steps: int | None = None,
                            eval_every_seconds: float = 0.0, device: str | None = None, log: Callable | None = None,
                            progress: bool = True, **overrides) -> dict:
-    """Train (or load from the cache) the configuration ``name`` of CONFIGS, then score it on the test set."""
+    """Train (or load from the cache) the configuration ``name`` of CONFIGS, then score it on the test set.
+
+    The training curve (``eval_every_seconds``) and ``valid_bleu`` are on the validation set; ``bleu`` and
+    ``by_length`` on the test set, decoded once, after training."""
     config = {**CONFIGS[name], **overrides}
     if seconds is not None or steps is not None:
         config["steps"], config["seconds"] = steps, seconds
@@ -132,8 +154,9 @@ def translation_experiment(name: str, seconds: float | None = None, steps: int |
         return build_model(config, len(data.tokenizer)).to(dev)
 
     def train(model: nn.Module) -> dict:
-        evaluate = (lambda m: evaluate_bleu(m, data)) if eval_every_seconds else None
+        evaluate = (lambda m: evaluate_bleu(m, data, "valid")) if eval_every_seconds else None
         history = fit(model, data.train, settings, evaluate=evaluate, device=dev, progress=progress, log=log)
+        history["valid_bleu"] = evaluate_bleu(model, data, "valid")
         # The test translations are kept with the model, so that loading it from the cache costs no decoding.
         start = time.perf_counter()
         history["test_hypotheses"] = greedy_translations(model, data)
@@ -155,7 +178,8 @@ def translation_experiment(name: str, seconds: float | None = None, steps: int |
         decode_seconds = time.perf_counter() - start
     bleu = corpus_bleu(hypotheses, data.test_references)
     lengths = [len(ids) for ids in data.test_ids]
-    return {"name": name, "model": model, "history": history, "loaded": loaded, "bleu": bleu, "config": config,
+    return {"name": name, "model": model, "history": history, "loaded": loaded, "bleu": bleu,
+            "valid_bleu": history.get("valid_bleu"), "config": config,
             "parameters": count_parameters(model), "hypotheses": hypotheses, "decode_seconds": decode_seconds,
             "by_length": bleu_by_length(hypotheses, data.test_references, lengths, [1, 6, 9, 12, 16, 100]),
             "data": data, "device": str(dev)}

