@@ -1,21 +1,21 @@
 """The book builds from the stored outputs, with every Sphinx warning an error (what `make book` runs).
 
 A test rather than a separate step, so that in `make test` it runs beside the other tests on a free worker.
+The build is conftest.py's `book_build`, which tests/test_browser.py reads in a browser.
 """
 
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
-
-def test_book_builds_without_warnings(course_root, tmp_path):
-    jupyter_book = Path(sys.executable).parent / "jupyter-book"
-    assert jupyter_book.exists(), "jupyter-book is not installed in this environment: run `make venv`"
-    run = subprocess.run([str(jupyter_book), "build", str(course_root), "-W", "-n", "--keep-going",
-                          "--path-output", str(tmp_path)], capture_output=True, text=True)
+def test_book_builds_without_warnings(book_build):
+    run, html = book_build
     assert run.returncode == 0, (run.stdout + run.stderr)[-6000:]
-    html = tmp_path / "_build" / "html"
     pages = {p.relative_to(html).as_posix() for p in html.rglob("*.html")}
     assert {"index.html", "solutions/09_beam_search.html", "book/instructor.html"} <= pages, sorted(pages)[:20]
-    shutil.rmtree(tmp_path / "_build" / ".doctrees", ignore_errors=True)
+
+
+def test_the_book_ships_mathjax(book_build):
+    # Equations render offline: MathJax is served from the book's own _static folder, not from a CDN.
+    run, html = book_build
+    assert run.returncode == 0
+    assert (html / "_static" / "mathjax" / "tex-mml-svg.js").is_file()
+    page = (html / "solutions" / "05_self_attention.html").read_text(encoding="utf-8")
+    assert "_static/mathjax/tex-mml-svg.js" in page and "cdn.jsdelivr.net" not in page

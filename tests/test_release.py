@@ -110,3 +110,38 @@ def test_student_exercise_cells_define_what_the_solutions_define(course_root):
             defined = _top_level_names("".join(student[j]["source"])) | _top_level_names("".join(after["source"]))
             missing = _top_level_names("".join(solution[i]["source"])) - defined
             assert not missing, f"{path.name}, exercise {ex}: the student's version never defines {missing}"
+
+
+def test_citation_roles_become_author_year_text(course_root):
+    cell = nbformat.v4.new_markdown_cell(
+        "As {cite:t}`vaswani2017attention` show, attention suffices {cite:p}`bahdanau2015neural,hochreiter1997long`."
+    )
+    student = make_student(_solution(cell, *_exercise_cells(5)), 5, "05_x.ipynb", course_root / "book" / "references.bib")
+    assert student.cells[2].source == (
+        "As Vaswani et al. (2017) show, attention suffices (Bahdanau et al., 2015; Hochreiter and Schmidhuber, 1997)."
+    )
+
+
+def test_an_unknown_citation_key_is_an_error(course_root):
+    cell = nbformat.v4.new_markdown_cell("see {cite:p}`nobody2099`")
+    with pytest.raises(ValueError, match="nobody2099 not in the bibliography"):
+        make_student(_solution(cell, *_exercise_cells(5)), 5, "05_x.ipynb", course_root / "book" / "references.bib")
+
+
+def test_no_student_notebook_shows_a_raw_role(course_root):
+    for path in sorted((course_root / "notebooks").glob("*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            if cell["cell_type"] == "markdown":
+                assert "{cite:" not in "".join(cell["source"]), path.name
+
+
+def _exercise_cells(chapter):
+    from transformer_course.grading import registry
+
+    return [
+        nbformat.v4.new_code_cell(
+            f"# EXERCISE {e.id} ({e.points} points): x\n### BEGIN SOLUTION\n### END SOLUTION",
+            metadata={"exercise": {"id": e.id, "points": e.points}},
+        )
+        for e in registry.chapter_exercises(chapter)
+    ]

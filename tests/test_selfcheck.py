@@ -36,10 +36,17 @@ def test_every_chapter_has_at_least_three_exercises(chapter):
 
 
 @pytest.mark.parametrize("exercise_id", EXERCISES)
-def test_reference_passes_and_is_returned(exercise_id, capsys):
+def test_reference_passes_its_own_cases(exercise_id):
+    ex = registry.get(exercise_id)
+    assert evaluate(ex, ex.reference)[0] == "passed"
+
+
+@pytest.mark.parametrize("exercise_id", EXERCISES)
+def test_a_check_never_passes_the_reference(exercise_id, capsys):
     ex = registry.get(exercise_id)
     assert check(exercise_id, ex.reference) is ex.reference
-    assert capsys.readouterr().out.startswith(f"✅ Exercise {exercise_id}")
+    out = capsys.readouterr().out
+    assert out.startswith(f"❌ Exercise {exercise_id}") and "reference implementation, not yours" in out
 
 
 @pytest.mark.parametrize(
@@ -101,3 +108,120 @@ def test_unknown_exercise_is_a_clear_error():
 def test_wrong_kind_of_object_is_reported():
     status, _, _, message = evaluate(registry.get("5.4"), ref.scaled_dot_product_attention)
     assert status == "failed" and "should be a class" in message
+
+
+# --- in a notebook: the check tests what the exercise cell's latest run defined -------------------------------
+
+SOLVED_5_1 = '''# EXERCISE 5.1 (2 points): attention scores
+def attention_scores(q, k):
+    return q @ k.transpose(-2, -1) / math.sqrt(k.shape[-1])
+'''
+BLANK_5_1 = '''# EXERCISE 5.1 (2 points): attention scores
+def attention_scores(q, k):
+    raise NotImplementedError("Exercise 5.1: replace this line with your code")
+'''
+CHECK_5_1 = 'attention_scores = check("5.1", attention_scores)'
+PASSED_5_1 = "✅ Exercise 5.1 (attention scores): passed all 3 checks.\n"
+
+
+@pytest.fixture
+def shell():
+    """An IPython shell, as in a kernel, with the course's setup cell run."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from transformer_course.grading import selfcheck
+
+    ipython = InteractiveShell.instance()
+    tracker = selfcheck.track(ipython)
+    ipython.run_cell("import math\nimport torch\nfrom transformer_course.grading import check", store_history=True)
+    yield ipython
+    tracker.unregister()
+    InteractiveShell.clear_instance()
+
+
+def _run(shell, source):
+    result = shell.run_cell(source, store_history=True)
+    return result
+
+
+def test_in_a_notebook_a_solved_exercise_passes_with_the_same_words(shell, capsys):
+    _run(shell, SOLVED_5_1)
+    capsys.readouterr()
+    assert _run(shell, CHECK_5_1).success
+    assert capsys.readouterr().out == PASSED_5_1
+    assert shell.user_ns["attention_scores"].__module__ == "__main__"
+
+
+@pytest.mark.parametrize("broken, error", [
+    ("# EXERCISE 5.1 (2 points): attention scores\ndef attention_scores(q, k)\n    return q\n", "SyntaxError"),
+    ("# EXERCISE 5.1 (2 points): attention scores\ndef attention_scores(q, k):\nreturn q\n", "IndentationError"),
+    ("# EXERCISE 5.1 (2 points): attention scores\nscale = undefined_name\ndef attention_scores(q, k):\n    return q\n",
+     "NameError"),
+])
+def test_a_broken_exercise_cell_never_passes_on_the_earlier_binding(shell, capsys, broken, error):
+    # The notebook ran once with the exercise blank: the check bound the name to the reference.
+    _run(shell, BLANK_5_1)
+    _run(shell, CHECK_5_1)
+    assert shell.user_ns["attention_scores"] is ref.attention_scores
+    # Then the student breaks the cell and runs the check: it must not test the reference.
+    assert not _run(shell, broken).success
+    capsys.readouterr()
+    assert _run(shell, CHECK_5_1).success
+    out = capsys.readouterr().out
+    assert out.startswith("❌ Exercise 5.1") and "did not run to the end" in out and error in out, out
+    assert "passed" not in out
+    assert shell.user_ns["attention_scores"] is ref.attention_scores
+
+
+def test_a_broken_solution_after_a_pass_is_not_the_old_pass(shell, capsys):
+    _run(shell, SOLVED_5_1)
+    _run(shell, CHECK_5_1)
+    _run(shell, "# EXERCISE 5.1 (2 points): attention scores\ndef attention_scores(q, k)\n    return q\n")
+    capsys.readouterr()
+    _run(shell, CHECK_5_1)
+    out = capsys.readouterr().out
+    assert out.startswith("❌ Exercise 5.1") and "SyntaxError" in out and "(line 2 of your cell)" in out, out
+
+
+def test_the_check_again_without_running_the_exercise_tests_its_latest_run_not_the_reference(shell, capsys):
+    _run(shell, BLANK_5_1)
+    _run(shell, CHECK_5_1)  # binds the reference
+    capsys.readouterr()
+    _run(shell, CHECK_5_1)
+    assert "not attempted yet" in capsys.readouterr().out
+
+
+def test_restart_and_run_all_reaches_the_end_after_a_broken_exercise(shell, capsys):
+    # A fresh kernel: the exercise cell fails before it defines anything, so the name does not exist.
+    assert not _run(shell, "# EXERCISE 5.1 (2 points): attention scores\ndef attention_scores(q, k):\nreturn q\n").success
+    assert "attention_scores" not in shell.user_ns
+    result = _run(shell, CHECK_5_1)
+    assert result.success, result.error_in_exec  # not a NameError: Run All goes on
+    assert "IndentationError" in capsys.readouterr().out
+    later = _run(shell, "print(attention_scores(torch.eye(2), torch.eye(2)).shape)")
+    assert later.success and "torch.Size([2, 2])" in capsys.readouterr().out
+
+
+def test_a_check_whose_exercise_cell_never_ran_says_so(shell, capsys):
+    assert _run(shell, CHECK_5_1).success
+    out = capsys.readouterr().out
+    assert out.startswith("❌ Exercise 5.1") and "has not run in this kernel" in out
+    assert shell.user_ns["attention_scores"] is ref.attention_scores
+
+
+def test_an_exercise_cell_that_does_not_define_the_name_is_reported(shell, capsys):
+    _run(shell, BLANK_5_1)
+    _run(shell, CHECK_5_1)
+    _run(shell, "# EXERCISE 5.1 (2 points): attention scores\ndef my_scores(q, k):\n    return q @ k.mT\n")
+    capsys.readouterr()
+    _run(shell, CHECK_5_1)
+    assert "did not define `attention_scores`" in capsys.readouterr().out
+
+
+def test_a_name_rebound_outside_the_exercise_cell_is_not_what_is_checked(shell, capsys):
+    _run(shell, BLANK_5_1)
+    _run(shell, "def attention_scores(q, k):\n    return q @ k.mT / math.sqrt(k.shape[-1])")  # not the exercise cell
+    capsys.readouterr()
+    _run(shell, CHECK_5_1)
+    out = capsys.readouterr().out
+    assert "not attempted yet" in out and "not the object passed to `check`" in out

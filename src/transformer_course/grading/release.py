@@ -5,7 +5,8 @@
 
 Each solution block becomes ``raise NotImplementedError(...)``, outputs and execution counts are
 cleared, cells tagged ``solution-only`` are dropped, exercise cells are tagged ``raises-exception``,
-and a short banner says how to work the notebook. The output is a pure function of the input, so a
+citation roles ({cite:p}`key`, which JupyterLab would show raw) become author-year text from
+book/references.bib, and a short banner says how to work the notebook. The output is a pure function of the input, so a
 test can regenerate it and compare.
 """
 
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import nbformat
 
+from .. import citations
 from . import registry
 from .cells import HEADER, blank_solution, exercise_id
 
@@ -48,8 +50,11 @@ def chapter_of(path: Path) -> int:
     return int(match.group(1))
 
 
-def make_student(solution: nbformat.NotebookNode, chapter: int, source_name: str) -> nbformat.NotebookNode:
+def make_student(
+    solution: nbformat.NotebookNode, chapter: int, source_name: str, bib: Path | None = None
+) -> nbformat.NotebookNode:
     nb = copy.deepcopy(solution)
+    bib = bib or course_root() / "book" / "references.bib"
     expected = {e.id: e for e in registry.chapter_exercises(chapter)}
     seen: list[str] = []
     cells = []
@@ -57,6 +62,11 @@ def make_student(solution: nbformat.NotebookNode, chapter: int, source_name: str
         tags = list(cell.get("metadata", {}).get("tags", []))
         if "solution-only" in tags or BANNER_TAG in tags:
             continue
+        if cell.cell_type == "markdown" and citations.ROLE.search(cell.source):
+            try:
+                cell.source = citations.render_roles(cell.source, citations.load(bib))
+            except KeyError as exc:
+                raise ValueError(f"{source_name}: {exc.args[0]} ({bib})") from None
         if cell.cell_type == "code":
             cell.outputs = []
             cell.execution_count = None
@@ -98,10 +108,10 @@ def _validate_exercise_cell(cell, ex_id: str, expected: dict, source_name: str) 
         )
 
 
-def render(solution_path: Path) -> str:
+def render(solution_path: Path, bib: Path | None = None) -> str:
     """The text of the student notebook made from one solution notebook."""
     solution = nbformat.read(solution_path, as_version=4)
-    student = make_student(solution, chapter_of(solution_path), solution_path.name)
+    student = make_student(solution, chapter_of(solution_path), solution_path.name, bib)
     return nbformat.writes(student) + "\n"
 
 
@@ -111,7 +121,7 @@ def release(root: Path, check_only: bool = False) -> list[str]:
     solutions = sorted((root / "solutions").glob("[0-9]*.ipynb"))
     for path in solutions:
         target = root / "notebooks" / path.name
-        text = render(path)
+        text = render(path, root / "book" / "references.bib")
         current = target.read_text(encoding="utf-8") if target.exists() else None
         if current != text:
             stale.append(path.name)
