@@ -111,7 +111,7 @@ class Report:
         return head
 
 
-_MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_{}[]()<>#+-.!|~"})
+_MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*[]<>|"})
 
 
 def md_escape(text: str) -> str:
@@ -186,8 +186,12 @@ def _grade_into(report: Report, path: Path, root: Path, cell_timeout: int, timeo
                                f"{bytes(worker.output[-300:]).decode(errors='replace')}")
         for ex in exercises:
             report.tests.append(_grade_exercise(ex, extracted, given, worker, root, seed, cell_timeout, deadline, report))
+            if worker.dead and time.monotonic() >= deadline:
+                worker.dead = f"the submission ran past the total time limit of {timeout} s"
     finally:
         worker.close()
+    if worker.dead:
+        report.problems.append(f"{worker.dead}; the exercises from that point on got no points")
 
 
 def _grade_exercise(ex: Exercise, extracted: Extracted, given: dict, worker: sandbox.Worker, root: Path, seed: int,
@@ -209,7 +213,7 @@ def _grade_exercise(ex: Exercise, extracted: Extracted, given: dict, worker: san
     if left() <= 0:
         worker.close()
         worker.dead = "the submission ran past the total time limit"
-        return result([f"not graded: the submission ran past the total time limit of the grading run"])
+        return result(["not graded: the submission ran past the total time limit"])
     for source in given.pop(ex.id, []):  # the course's own definitions before this exercise
         answer = worker.request({"op": "exec", "source": source, "label": "course code", "timeout": cell_timeout},
                                 min(cell_timeout, left()))
@@ -247,7 +251,8 @@ def _grade_exercise(ex: Exercise, extracted: Extracted, given: dict, worker: san
                 return result([f"your code stopped the grading: {worker.dead}"] + lines)
             case_lines, state = _compare_cases(ex, cases, answer)
             lines += case_lines
-    passed = bool(lines) and all(line.startswith("✓") for line in lines)
+    verdicts = [line for line in lines if not line.startswith("note:")]
+    passed = bool(verdicts) and all(line.startswith("✓") for line in verdicts)
     if not passed:
         fallback = fallback_source(ex, root)
         answer = worker.request({"op": "exec", "source": fallback, "label": f"solution {ex.id}", "timeout": cell_timeout},
@@ -409,8 +414,18 @@ def fallback_source(ex: Exercise, root: Path) -> str:
     return "\n".join(imports) + "\n" + inspect.getsource(ex.reference) + f"\n{ex.name} = {ex.reference.__name__}\n"
 
 
-def submissions_in(path: Path) -> list[Path]:
-    if path.is_dir():
-        return sorted(p for p in path.rglob("*") if p.is_file() and ".ipynb_checkpoints" not in p.parts
-                      and not any(part.startswith(".") for part in p.relative_to(path).parts))
-    return [path]
+def submissions_in(path: Path, exclude: Path | None = None) -> list[Path]:
+    """The files of a folder to consider (hidden ones, checkpoints and the folder ``exclude`` left out), or [path]."""
+    if not path.is_dir():
+        return [path]
+    skip = exclude.resolve() if exclude is not None else None
+    found = []
+    for p in sorted(path.rglob("*")):
+        if not p.is_file() or p.is_symlink() or ".ipynb_checkpoints" in p.parts:
+            continue
+        if any(part.startswith(".") for part in p.relative_to(path).parts):
+            continue
+        if skip is not None and (p.resolve() == skip or skip in p.resolve().parents):
+            continue
+        found.append(p)
+    return found

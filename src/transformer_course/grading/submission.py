@@ -128,19 +128,36 @@ def clean_source(source: str) -> tuple[str, str | None]:
     return "\n".join(lines), note
 
 
-def _own_names(tree: ast.AST) -> set[str]:
-    """Names the cell defines itself: functions, methods, classes, variables, attributes it assigns."""
-    names = set()
+def _own_names(tree: ast.AST) -> tuple[set[str], set[str], set[str]]:
+    """What the cell defines itself: (names, attributes, imported names).
+
+    names: functions, classes, variables and arguments; attributes: methods of its classes and
+    attributes it assigns (``self.x = ...``); imported: names its imports bind.
+    """
+    names, attributes, imported = set(), set(), set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(node.name)
+            if isinstance(node, ast.ClassDef):
+                attributes |= {n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             names.add(node.id)
         elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
-            names.add(node.attr)
+            attributes.add(node.attr)
         elif isinstance(node, ast.arg):
             names.add(node.arg)
-    return names
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            imported |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return names, attributes, imported
+
+
+_MODULE_NAMES = {"torch", "nn", "F", "functional", "math", "np", "numpy"}  # the notebooks' own imports
+
+
+def _base_name(node: ast.Attribute) -> str | None:
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
 
 
 def static_problem(source: str, exercise: registry.Exercise, exercise_names: set[str] = frozenset()) -> str | None:
@@ -158,7 +175,7 @@ def static_problem(source: str, exercise: registry.Exercise, exercise_names: set
         tree = ast.parse(code)
     except SyntaxError:
         return None  # it will fail when it runs, and the report will show Python's own message
-    own = _own_names(tree)
+    own, own_attributes, imported = _own_names(tree)
     for node in ast.walk(tree):
         modules = []
         if isinstance(node, ast.Import):
@@ -168,9 +185,12 @@ def static_problem(source: str, exercise: registry.Exercise, exercise_names: set
         if any(m.split(".")[0] == "transformer_course" for m in modules):
             return "the cell imports the course's reference package (`transformer_course`), which grading does not allow"
         used = []  # (name, how)
-        if isinstance(node, ast.Attribute) and node.attr not in own:
-            used.append(node.attr)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in own | exercise_names:
+        if isinstance(node, ast.Attribute):
+            # `self.attend(...)` of the cell's own method is not PyTorch's; `F.x`, `torch.x` always are
+            base = _base_name(node)
+            if node.attr not in own_attributes or base in _MODULE_NAMES | imported or base is None:
+                used.append(node.attr)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in (own - imported) | exercise_names:
             used.append(node.id)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             for alias in node.names:
