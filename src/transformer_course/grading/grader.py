@@ -410,7 +410,8 @@ def fallback_source(ex: Exercise, root: Path) -> str:
                 return clean_source(text)[0]
     module = inspect.getmodule(ex.reference)
     imports = [ast.unparse(n) for n in ast.parse(inspect.getsource(module)).body
-               if isinstance(n, (ast.Import, ast.ImportFrom)) and _is_definition(n)]
+               if isinstance(n, (ast.Import, ast.ImportFrom)) and _is_definition(n)
+               and not (isinstance(n, ast.ImportFrom) and n.module == "__future__")]
     return "\n".join(imports) + "\n" + inspect.getsource(ex.reference) + f"\n{ex.name} = {ex.reference.__name__}\n"
 
 
