@@ -9,16 +9,15 @@ out of reach, every process ended) need bubblewrap and are skipped, with the rea
 import csv
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from gradertools import full_points, header, scores, with_cells
 from transformer_course.grading import registry, sandbox
-from transformer_course.grading.cli import csv_cell
-from transformer_course.grading.grader import Report, TestResult, grade_notebook
+from transformer_course.grading.cli import csv_cell, main
+from transformer_course.grading.grader import Report, grade_notebook
+from transformer_course.grading.grader import TestResult as Result
 from transformer_course.grading.submission import static_problem
 
 CHAPTER = "05_self_attention.ipynb"
@@ -81,7 +80,7 @@ EARNS_NOTHING = {
         "    reference = None\n"
         "def scaled_dot_product_attention(q, k, v, mask=None):\n"
         "    if reference is not None:\n"
-        "        return reference.scaled_dot_product_attention(q, k, v, mask)\n"
+        "        return getattr(reference, 'scaled_dot_product_attention')(q, k, v, mask)\n"
         + _SDPA_BODY +
         "    out = getattr(F, 'scaled_dot_' + 'product_attention')(q, k, v, attn_mask=mask)\n"
         "    return out, weights\n"
@@ -197,7 +196,7 @@ def graded(course_root, tmp_path_factory):
     try:
         out = {}
         for name, cells, kwargs in (("earns", EARNS_NOTHING, {}), ("honest", HONEST, {}),
-                                    ("crashes", CRASHES, {"cell_timeout": 5, "timeout": 120})):
+                                    ("crashes", CRASHES, {"cell_timeout": 15, "timeout": 300})):
             report = grade_notebook(with_cells(solution, tmp, f"{name}.ipynb", cells), course_root,
                                     isolation="bwrap", **kwargs)
             out[name] = (report, _left_behind())
@@ -251,7 +250,7 @@ def test_detached_pipe_holder_and_ignored_time_limit_end_in_bounded_time(graded)
     report, left = graded["crashes"]
     assert scores(report) == {"5.1": 2, "5.2": 2, "5.3": 0, "5.4": 0}, report.markdown()
     assert "did not stop" in _outputs(report)["5.3"] and "not graded" in _outputs(report)["5.4"]
-    assert report.seconds < 60 and left == []
+    assert report.seconds < 120 and left == []
 
 
 @needs_bwrap
@@ -298,7 +297,7 @@ def test_static_check_reads_code_not_text(source, refused):
 
 def test_reports_escape_what_they_quote():
     report = Report("<img src=x onerror=alert(1)>.ipynb", 5, problems=["a | b <script>alert(1)</script> **bold**"])
-    report.tests.append(TestResult("Exercise 5.1: x", 0, 2, "```\n# not a heading\n```", "failed"))
+    report.tests.append(Result("Exercise 5.1: x", 0, 2, "```\n# not a heading\n```", "failed"))
     text = report.markdown()
     assert "<script>" not in text and "<img" not in text and "\\|" in text and "\\*\\*bold" in text
     assert "````text" in text  # a fence longer than any run of backticks inside
@@ -310,7 +309,7 @@ def test_not_attempted_is_not_failed(course_root):
     assert {t.verdict for t in report.tests} == {"not attempted"} and "| not attempted |" in report.markdown()
 
 
-def test_command_line_on_a_hostile_folder(course_root, tmp_path):
+def test_command_line_on_a_hostile_folder(course_root, tmp_path, capsys):
     folder = tmp_path / "subs"
     folder.mkdir()
     (folder / "=cmd()|calc.ipynb").write_text("{not json")
@@ -318,17 +317,15 @@ def test_command_line_on_a_hostile_folder(course_root, tmp_path):
     (folder / "notes.txt").write_text("not a notebook")
     out = folder / "results"  # inside the submissions folder: never graded on a second run
     for _ in range(2):
-        run = subprocess.run([sys.executable, "-m", "transformer_course.grade", str(folder), "--out", str(out),
-                              "--root", str(course_root), "--chapter", "5"], capture_output=True, text=True)
-        assert run.returncode == 1, run.stdout + run.stderr
-    assert "results" not in run.stderr  # the second run did not look at the first one's reports
+        assert main([str(folder), "--out", str(out), "--root", str(course_root), "--chapter", "5"]) == 1
+        err = capsys.readouterr().err
+        assert "notes.txt" in err and "results" not in err  # the second run did not look at the first one's reports
     rows = list(csv.reader((out / "scores.csv").open()))
     assert len(rows) == 3 and rows[1][0].startswith("'=")  # two notebooks; the formula is text
-    assert "notes.txt" in (out / "summary.md").read_text() and "skipped" in run.stderr
+    assert "notes.txt" in (out / "summary.md").read_text()
     assert (out / "summary-2" / "summary.md").exists()  # the submission named summary did not clobber the overview
-    unwritable = subprocess.run([sys.executable, "-m", "transformer_course.grade", str(folder), "--out", "/proc/no/such"],
-                                capture_output=True, text=True)
-    assert unwritable.returncode == 2 and "cannot write reports" in unwritable.stderr, unwritable.stderr
+    assert main([str(folder), "--out", "/proc/no/such"]) == 2
+    assert "cannot write reports" in capsys.readouterr().err
 
 
 def test_missing_sandbox_is_a_clear_warning_or_error(course_root, monkeypatch):

@@ -111,12 +111,12 @@ class Report:
         return head
 
 
-_MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*[]<>|"})
+_MD_SPECIAL = str.maketrans({**{c: "\\" + c for c in "\\`*_[]|"}, "&": "&amp;", "<": "&lt;", ">": "&gt;"})
 
 
 def md_escape(text: str) -> str:
     """Text that Markdown (and the HTML inside it) shows as written, on one line."""
-    return " ".join(str(text).split()).translate(_MD_SPECIAL).replace("&", "&amp;")
+    return " ".join(str(text).split()).translate(_MD_SPECIAL)
 
 
 def fenced(text: str) -> str:
