@@ -179,9 +179,8 @@ def _left_behind() -> list[str]:
 
 
 def _work_folders() -> set[str]:
-    import tempfile
-
-    return {p.name for p in Path(tempfile.gettempdir()).glob("course-grade-*")}
+    """The sandbox job folders this process made that still exist."""
+    return {str(p) for p in sandbox.Worker.created if p.exists()}
 
 
 @pytest.fixture(scope="module")

@@ -40,7 +40,7 @@ from .submission import (SKIP_TAG, Extracted, SubmissionError, clean_source, ext
                          static_problem)
 
 MAX_OUTPUT = 4000  # characters of report text per exercise
-STARTUP = 60  # seconds the worker may take to start (importing PyTorch)
+STARTUP = 120  # seconds the worker may take to start (importing PyTorch: 1-3 s, far more on a loaded machine)
 SKIPPED_IMPORTS = {"transformer_course", "matplotlib", "IPython", "ipywidgets", "tqdm"}
 
 
@@ -409,10 +409,52 @@ def fallback_source(ex: Exercise, root: Path) -> str:
             if exercise_id({**cell, "source": text}) == ex.id:
                 return clean_source(text)[0]
     module = inspect.getmodule(ex.reference)
-    imports = [ast.unparse(n) for n in ast.parse(inspect.getsource(module)).body
-               if isinstance(n, (ast.Import, ast.ImportFrom)) and _is_definition(n)
+    tree = ast.parse(inspect.getsource(module))
+    imports = [ast.unparse(n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) and _is_definition(n)
                and not (isinstance(n, ast.ImportFrom) and n.module == "__future__")]
-    return "\n".join(imports) + "\n" + inspect.getsource(ex.reference) + f"\n{ex.name} = {ex.reference.__name__}\n"
+    return "\n".join(imports + _with_helpers(ex, module, tree)) + f"\n{ex.name} = {ex.reference.__name__}\n"
+
+
+def _with_helpers(ex: Exercise, module, tree: ast.Module) -> list[str]:
+    """The reference's source and, before it, the course helpers it uses, from its module or imported into it
+    (never another exercise's reference: the worker binds the earlier ones by name, and the later ones
+    must not be there)."""
+    references = {id(e.reference) for e in registry.chapter_exercises(ex.chapter)}
+    tops: dict[str, dict] = {}
+
+    def top_of(mod) -> dict:
+        if mod.__name__ not in tops:
+            table = {}
+            for node in ast.parse(inspect.getsource(mod)).body:
+                if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                    table[node.name] = node
+                elif isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
+                    table.update({t.id: node for t in node.targets})
+            tops[mod.__name__] = table
+        return tops[mod.__name__]
+
+    chosen: list[ast.stmt] = []
+
+    def visit(node: ast.stmt, mod) -> None:
+        for name in sorted({n.id for n in ast.walk(node) if isinstance(n, ast.Name)}):
+            value = getattr(mod, name, None)
+            if id(value) in references:
+                continue
+            helper, home = top_of(mod).get(name), mod
+            if helper is None and (inspect.isfunction(value) or inspect.isclass(value)):
+                home = inspect.getmodule(value)
+                if home is None or not home.__name__.startswith("transformer_course"):
+                    continue
+                helper = top_of(home).get(value.__name__)
+            if helper is None or helper in chosen or helper is node:
+                continue
+            visit(helper, home)
+            if helper not in chosen:
+                chosen.append(helper)
+
+    own = top_of(module)[ex.reference.__name__]
+    visit(own, module)
+    return [ast.unparse(n) for n in chosen] + [ast.unparse(own)]
 
 
 def submissions_in(path: Path, exclude: Path | None = None) -> list[Path]:

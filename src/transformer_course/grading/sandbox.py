@@ -85,6 +85,8 @@ def _package_dirs() -> list[str]:
 class Worker:
     """One sandboxed worker process; ``request`` sends a command and returns its answer (None once it is gone)."""
 
+    created: list[Path] = []  # every job folder made in this process (the tests check that none is left)
+
     def __init__(self, mode: str, memory_mb: int = 4096, cpu_seconds: int = 600, threads: int = 1):
         self.mode = mode
         self.dead: str | None = None  # why the worker is gone, for the report
@@ -92,7 +94,8 @@ class Worker:
         self.output = bytearray()
         self.dropped = 0
         self._buffer = b""
-        self._job = Path(tempfile.mkdtemp(prefix="course-grade-"))
+        self._job = Path(tempfile.mkdtemp(prefix="course-sandbox-"))
+        Worker.created.append(self._job)
         os.chmod(self._job, 0o755)
         (self._job / "worker.py").write_bytes((_HERE / "worker.py").read_bytes())
         (self._job / "course_codec.py").write_bytes((_HERE / "codec.py").read_bytes())
