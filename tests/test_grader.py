@@ -2,7 +2,8 @@
 
 Every graded chapter gets the generic tests (full marks for the solution, zero for the blank student
 notebook, each wrong answer of tests/wrong_answers/chNN.py loses its points); the robustness tests
-(hostile, malformed, endless, crashing submissions) run on chapter 5.
+(hostile, malformed, endless, crashing submissions) run on chapter 5. The attacks on the sandbox and the
+reports, one per class, are in test_grader_hostile.py.
 """
 
 import json
