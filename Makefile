@@ -21,7 +21,7 @@ JOBS ?= 2
 # Notebook kernels get the course's two threads (tests/schedule.py): notebooks are what a student runs.
 TEST_ENV := OMP_NUM_THREADS=1 NOTEBOOK_THREADS=2
 
-.PHONY: help venv book execute test test-fast test-notebooks test-book lab release grade lock chromium clean
+.PHONY: help venv sandbox book execute test test-fast test-notebooks test-book lab release grade classroom lock chromium clean
 
 help:
 	@echo "make book      build the HTML book into _build/html (from the outputs stored in solutions/)"
@@ -29,7 +29,9 @@ help:
 	@echo "make lab       JupyterLab on the student notebooks"
 	@echo "make execute   re-execute every solution notebook and store its outputs"
 	@echo "make release   regenerate notebooks/ from solutions/"
-	@echo "make grade SUBMISSION=path   grade one notebook or a folder of notebooks"
+	@echo "make grade SUBMISSION=path   grade one notebook or a folder of notebooks (in the bubblewrap sandbox)"
+	@echo "make classroom OUT=folder    write a student repository that grades itself in CI"
+	@echo "make sandbox   install bubblewrap, the grader's sandbox (Debian/Ubuntu, as root)"
 
 venv: $(STAMP)
 
@@ -78,9 +80,17 @@ test: $(STAMP)
 lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks/
 
+# The grader runs student code in bubblewrap (--isolation auto: without it, a plain process and a warning).
+sandbox:
+	@command -v bwrap >/dev/null || { test "$$(id -u)" = 0 && apt-get update -qq && apt-get install -y -qq bubblewrap; } \
+		|| echo "bubblewrap could not be installed: the grader will run student code without a sandbox (see book/instructor.md)"
+
 grade: $(STAMP)
 	@test -n "$(SUBMISSION)" || { echo "usage: make grade SUBMISSION=path/to/notebook.ipynb (or a folder)"; exit 2; }
 	$(BIN)/python -m transformer_course.grade "$(SUBMISSION)" --out grading-results
+
+classroom: $(STAMP)
+	$(BIN)/python -m transformer_course.grading.classroom "$(or $(OUT),classroom)"
 
 # Regenerate the lock after changing a pin in pyproject.toml.
 lock:

@@ -2,7 +2,8 @@
 
 Every graded chapter gets the generic tests (full marks for the solution, zero for the blank student
 notebook, each wrong answer of tests/wrong_answers/chNN.py loses its points); the robustness tests
-(hostile, malformed, endless, crashing submissions) run on chapter 5.
+(hostile, malformed, endless, crashing submissions) run on chapter 5. The attacks on the sandbox and the
+reports, one per class, are in test_grader_hostile.py.
 """
 
 import json
@@ -18,6 +19,7 @@ from transformer_course.grading.grader import grade_notebook
 from wrong_answers.ch05 import HOSTILE, INFINITE_LOOP, KILLS_KERNEL, WRONG_ROUNDS
 
 CHAPTER = "05_self_attention.ipynb"
+SEED = 12345  # the hidden cases' seed is secret and drawn per run; a test that compares two runs fixes it
 POINTS = full_points(5)
 
 
@@ -27,7 +29,7 @@ def _with_cells(course_root, tmp_path, name, replacements=None, edit=None):
 
 @pytest.fixture(scope="module")
 def solution_report(course_root):
-    return grade_notebook(course_root / "solutions" / CHAPTER, course_root)
+    return grade_notebook(course_root / "solutions" / CHAPTER, course_root, seed=SEED)
 
 
 @pytest.mark.parametrize("chapter", graded_chapters())
@@ -55,7 +57,7 @@ def test_each_wrong_answer_loses_its_exercise_points(course_root, tmp_path, chap
 
 
 def test_same_submission_same_score(course_root, tmp_path, solution_report):
-    again = grade_notebook(course_root / "solutions" / CHAPTER, course_root)
+    again = grade_notebook(course_root / "solutions" / CHAPTER, course_root, seed=SEED)
     strip = lambda r: {k: v for k, v in r.gradescope().items() if k != "execution_time"}  # noqa: E731
     assert strip(again) == strip(solution_report)
 
@@ -80,9 +82,10 @@ def test_shortcuts_earn_nothing(course_root, tmp_path):
     assert report.score == 0, report.markdown()
     outputs = {t.name[9:12]: t.output for t in report.tests}
     assert "reference package" in outputs["5.1"]
-    assert "upper" not in outputs["5.2"] and "entries wrong" in outputs["5.2"]
+    # the forged probe message cannot even be sent (no IPython in the sandbox); the wrong mask gets its hint
+    assert "entries wrong" in outputs["5.2"] and "Hint: your mask lets each position see the future" in outputs["5.2"]
     assert "scaled_dot_product_attention" in outputs["5.3"] and "refused" in outputs["5.3"]
-    assert "`check`" in outputs["5.4"]
+    assert "name 'check' is not defined" in outputs["5.4"]  # the worker holds no course code to reach
 
 
 def test_infinite_loop_is_cut_off_and_reported(course_root, tmp_path):
@@ -102,7 +105,8 @@ def test_total_time_limit_still_reports(course_root, tmp_path):
 def test_a_cell_that_kills_the_kernel_is_reported(course_root, tmp_path):
     report = grade_notebook(_with_cells(course_root, tmp_path, "exit.ipynb", {"5.3": KILLS_KERNEL}), course_root)
     assert scores(report) == {"5.1": 2, "5.2": 2, "5.3": 0, "5.4": 0}
-    assert any("kernel died" in p for p in report.problems)
+    assert any("killed by the submission" in p for p in report.problems), report.problems
+    assert "killed by the submission" in report.tests[2].output and "not graded" in report.tests[3].output
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+ID = re.compile(r"\d{1,3}\.\d{1,3}")  # a well-formed exercise id; anything else in metadata is ignored
 HEADER = re.compile(r"^\s*#\s*EXERCISE\s+(\d+\.\d+)\b", re.IGNORECASE)
 BEGIN = re.compile(r"^(\s*)###\s*BEGIN SOLUTION\s*$")
 END = re.compile(r"^\s*###\s*END SOLUTION\s*$")
@@ -22,10 +23,11 @@ class MarkerError(ValueError):
 
 def exercise_id(cell: dict) -> str | None:
     """The exercise id of a cell, from its metadata or else its header line; None for other cells."""
-    if cell.get("cell_type") != "code":
+    if not isinstance(cell, dict) or cell.get("cell_type") != "code":
         return None
-    meta = cell.get("metadata", {}).get("exercise")
-    if isinstance(meta, dict) and isinstance(meta.get("id"), str):
+    metadata = cell.get("metadata")
+    meta = metadata.get("exercise") if isinstance(metadata, dict) else None
+    if isinstance(meta, dict) and isinstance(meta.get("id"), str) and ID.fullmatch(meta["id"]):
         return meta["id"]
     source = cell.get("source", "")
     if not isinstance(source, str):

@@ -1,10 +1,15 @@
 """Command line of the grader.
 
-    python -m transformer_course.grade SUBMISSION [SUBMISSION ...] [--out DIR]
+    python -m transformer_course.grade SUBMISSION [SUBMISSION ...] [--out DIR] [--chapter N]
+                                       [--isolation auto|bwrap|process]
 
-A SUBMISSION is a notebook or a folder of them. For each one, DIR/<name>/results.json (Gradescope's
+A SUBMISSION is a notebook or a folder of them (its .ipynb files; other files are listed and skipped,
+and so is the output folder when it lies inside). For each one, DIR/<name>/results.json (Gradescope's
 format) and DIR/<name>/summary.md; for several, also DIR/summary.md and DIR/scores.csv.
-Exit status: 0 when every submission reaches the pass mark, 1 when one does not, 2 on a usage error.
+The hidden cases' seed is secret: keyed on the submission with the key in $COURSE_GRADER_KEY (or the
+file --key-file) when there is one, so that a submission always gets the same cases; else fresh per run.
+Exit status: 0 when every submission reaches the pass mark, 1 when one does not, 2 on a usage error
+(or when the output folder cannot be written, or --isolation bwrap is not available).
 """
 
 from __future__ import annotations
@@ -12,11 +17,13 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import re
 import sys
 from pathlib import Path
 
-from .grader import Report, grade_notebook, submissions_in
+from . import sandbox
+from .grader import Report, grade_notebook, md_escape, secret_seed, submissions_in
 from .release import course_root
 
 
@@ -39,8 +46,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="course-grade", description="Grade submitted notebooks of the course.")
     parser.add_argument("submissions", nargs="+", type=Path, help="a notebook (.ipynb) or a folder of notebooks")
     parser.add_argument("--out", type=Path, default=Path("grading-results"), help="where reports go (default: grading-results)")
+    parser.add_argument("--chapter", type=int, default=None, help="the chapter being graded: a notebook of another chapter gets no points")
+    parser.add_argument("--isolation", choices=sandbox.MODES, default="auto",
+                        help="where student code runs: bwrap (bubblewrap sandbox; an error when missing), process (no "
+                             "sandbox, limits only) or auto (bwrap when it works, else process with a warning)")
+    parser.add_argument("--key-file", type=Path, default=None, help="secret key for the hidden cases' seed (default: $COURSE_GRADER_KEY)")
     parser.add_argument("--cell-timeout", type=int, default=60, help="seconds one cell may run (default: 60)")
     parser.add_argument("--timeout", type=int, default=600, help="seconds one submission may run in total (default: 600)")
+    parser.add_argument("--memory", type=int, default=4096, help="MiB of address space for the student's code (default: 4096)")
     parser.add_argument("--pass-mark", type=float, default=1.0, help="fraction of the points that counts as a pass (default: 1.0)")
     parser.add_argument("--root", type=Path, default=None, help="the course folder with notebooks/ (default: found from the package)")
     parser.add_argument("--quiet", action="store_true", help="print only the final line")
@@ -50,41 +63,88 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--pass-mark is a fraction between 0 and 1")
     if args.cell_timeout < 1 or args.timeout < 1:
         parser.error("time limits are positive numbers of seconds")
+    try:
+        mode, warning = sandbox.resolve(args.isolation)
+    except sandbox.IsolationError as exc:
+        parser.error(str(exc))
+    if warning:
+        print(warning, file=sys.stderr)
+    key = args.key_file.read_bytes().strip() if args.key_file else os.environ.get("COURSE_GRADER_KEY", "").encode()
+    out = args.out.resolve()
     jobs: list[tuple[Path, Path | None]] = []
+    skipped: list[str] = []
     for given in args.submissions:
         if not given.exists():
             parser.error(f"no such file or folder: {given}")
-        found = submissions_in(given)
-        if given.is_dir() and not found:
-            parser.error(f"the folder {given} holds no files to grade")
+        found = submissions_in(given, exclude=out)
+        if given.is_dir():
+            skipped += [str(p) for p in found if p.suffix != ".ipynb"]
+            found = [p for p in found if p.suffix == ".ipynb"]
+            if not found:
+                parser.error(f"the folder {given} holds no notebooks (.ipynb) to grade")
         jobs += [(p, given if given.is_dir() else None) for p in found]
+    for path in skipped:
+        print(f"skipped {path}: not a notebook", file=sys.stderr)
     root = args.root or course_root()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        print(f"course-grade: cannot write reports to {args.out}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
 
     reports: list[tuple[str, Report]] = []
+    taken = {"summary", "scores"}  # the overview's own names: a submission called summary.ipynb gets summary-2/
     for path, base in jobs:
-        report = grade_notebook(path, root, cell_timeout=args.cell_timeout, timeout=args.timeout)
-        slug = _unique(_slug(path, base), {s for s, _ in reports})
-        folder = args.out / slug
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "results.json").write_text(json.dumps(report.gradescope(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        (folder / "summary.md").write_text(report.markdown(), encoding="utf-8")
+        slug = _unique(_slug(path, base), taken | {s for s, _ in reports})
+        folder = out / slug
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            # Written first, replaced at the end: if the grading process itself is killed, this is what remains.
+            placeholder = Report(submission=path.name, problems=["grading did not finish: the grader was killed "
+                                                                  "while it ran this submission"])
+            _write(folder, placeholder)
+        except OSError as exc:
+            print(f"course-grade: cannot write reports to {folder}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
+        seed = secret_seed(key, path.read_bytes()) if key else None
+        report = grade_notebook(path, root, cell_timeout=args.cell_timeout, timeout=args.timeout, chapter=args.chapter,
+                                isolation=mode, seed=seed, memory_mb=args.memory)
+        _write(folder, report)
         reports.append((slug, report))
         if not args.quiet:
             print(f"{path}: {report.score:g} / {report.max_score:g} ({report.seconds:.1f} s) -> {folder}/")
             for problem in report.problems:
                 print(f"    {problem}")
-    if len(reports) > 1:
-        _write_overview(args.out, reports)
+            for test in report.tests:
+                print(f"    {test.name}: {test.score:g} / {test.max_score:g} {test.verdict}")
+    if len(reports) > 1 or skipped:
+        _write_overview(out, reports, skipped)
 
     failing = [slug for slug, r in reports if r.max_score == 0 or r.score < args.pass_mark * r.max_score]
     print(f"graded {len(reports)} submission(s); {len(reports) - len(failing)} reached the pass mark; reports in {args.out}/")
     return 1 if failing else 0
 
 
-def _write_overview(out: Path, reports: list[tuple[str, Report]]) -> None:
+def _write(folder: Path, report: Report) -> None:
+    (folder / "results.json").write_text(json.dumps(report.gradescope(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    (folder / "summary.md").write_text(report.markdown(), encoding="utf-8")
+
+
+def csv_cell(value: object) -> str:
+    """A CSV field that a spreadsheet shows as text: no formula, whatever a file was named."""
+    text = str(value)
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def _write_overview(out: Path, reports: list[tuple[str, Report]], skipped: list[str]) -> None:
     lines = ["# Grading summary", "", "| submission | score | max | problems |", "|---|---|---|---|"]
     for slug, r in reports:
-        lines.append(f"| {r.submission} | {r.score:g} | {r.max_score:g} | {'; '.join(r.problems).replace('|', '/')} |")
+        lines.append(f"| {md_escape(r.submission)} | {r.score:g} | {r.max_score:g} | {md_escape('; '.join(r.problems))} |")
+    if skipped:
+        lines += ["", "Not graded (not notebooks):", ""] + [f"- {md_escape(p)}" for p in skipped]
     (out / "summary.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     with open(out / "scores.csv", "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
@@ -92,7 +152,8 @@ def _write_overview(out: Path, reports: list[tuple[str, Report]]) -> None:
         writer.writerow(["submission", "report", "score", "max_score", *names])
         for slug, r in reports:
             by_name = {t.name: t.score for t in r.tests}
-            writer.writerow([r.submission, slug, f"{r.score:g}", f"{r.max_score:g}", *[by_name.get(n, "") for n in names]])
+            writer.writerow([csv_cell(r.submission), csv_cell(slug), f"{r.score:g}", f"{r.max_score:g}",
+                             *[by_name.get(n, "") for n in names]])
 
 
 if __name__ == "__main__":

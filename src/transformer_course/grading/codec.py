@@ -25,7 +25,8 @@ _DTYPES = {
     "bool": torch.bool,
 }
 _NAMES = {v: k for k, v in _DTYPES.items()}
-MAX_ELEMENTS = 1_000_000  # a probe's output is small; anything bigger is refused rather than parsed
+MAX_ELEMENTS = 1_000_000  # an exercise's output is small; anything bigger is refused rather than parsed
+MAX_DEPTH = 20  # nesting of lists, tuples and dicts
 
 
 class CodecError(ValueError):
@@ -41,9 +42,17 @@ def _float(x: float) -> Any:
     return x
 
 
-def encode(value: Any) -> Any:
-    """A JSON-serialisable description of value."""
+def encode(value: Any, strict: bool = True, _depth: int = 0) -> Any:
+    """A JSON-serialisable description of value.
+
+    Only plain values are described: a tensor subclass (other than a Parameter, sent as its data) or a
+    subclass of int, float or str is refused, so that nothing of the sender's own types crosses.
+    """
+    if _depth > MAX_DEPTH:
+        raise CodecError("the value is nested too deeply")
     if isinstance(value, torch.Tensor):
+        if type(value) not in (torch.Tensor, torch.nn.Parameter):
+            raise CodecError(f"tensor subclasses ({type(value).__name__}) are not supported; return a plain tensor")
         if value.dtype not in _NAMES:
             raise CodecError(f"tensors of dtype {value.dtype} are not supported")
         if value.numel() > MAX_ELEMENTS:
@@ -54,16 +63,23 @@ def encode(value: Any) -> Any:
         else:
             data = flat.tolist()
         return {"__tensor__": _NAMES[value.dtype], "shape": list(value.shape), "data": data}
-    if value is None or isinstance(value, (bool, int, str)):
+    if value is None or type(value) in (bool, int):
         return value
-    if isinstance(value, float):
+    if type(value) is str:
+        if len(value) > MAX_ELEMENTS:
+            raise CodecError("string too long")
+        return value
+    if type(value) is float:
         return {"__float__": _float(value)}
-    if isinstance(value, (list, tuple)):
-        return {"__seq__": "tuple" if isinstance(value, tuple) else "list", "items": [encode(v) for v in value]}
-    if isinstance(value, dict):
-        if not all(isinstance(k, str) for k in value):
+    if isinstance(value, tuple) and type(value).__getitem__ is tuple.__getitem__ or type(value) is list:
+        # named tuples (torch.return_types included) travel as plain tuples of their items
+        items = tuple.__iter__(value) if isinstance(value, tuple) else list.__iter__(value)
+        return {"__seq__": "tuple" if isinstance(value, tuple) else "list",
+                "items": [encode(v, strict, _depth + 1) for v in items]}
+    if type(value) is dict:
+        if not all(type(k) is str for k in value):
             raise CodecError("only dicts with string keys are supported")
-        return {"__dict__": {k: encode(v) for k, v in value.items()}}
+        return {"__dict__": {k: encode(v, strict, _depth + 1) for k, v in dict.items(value)}}
     raise CodecError(f"values of type {type(value).__name__} are not supported")
 
 
@@ -77,8 +93,10 @@ def _decode_float(x: Any) -> float:
     return float(x)
 
 
-def decode(obj: Any) -> Any:
+def decode(obj: Any, _depth: int = 0) -> Any:
     """The value that encode described; raises CodecError on anything malformed."""
+    if _depth > MAX_DEPTH:
+        raise CodecError("the value is nested too deeply")
     if obj is None or isinstance(obj, (bool, int, str)):
         return obj
     if isinstance(obj, list):
@@ -111,8 +129,8 @@ def decode(obj: Any) -> Any:
         items = obj.get("items")
         if not isinstance(items, list):
             raise CodecError("malformed sequence")
-        decoded = [decode(v) for v in items]
+        decoded = [decode(v, _depth + 1) for v in items]
         return tuple(decoded) if obj["__seq__"] == "tuple" else decoded
     if "__dict__" in obj and isinstance(obj["__dict__"], dict):
-        return {str(k): decode(v) for k, v in obj["__dict__"].items()}
+        return {str(k): decode(v, _depth + 1) for k, v in obj["__dict__"].items()}
     raise CodecError(f"malformed value: {obj!r:.60}")

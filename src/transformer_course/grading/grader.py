@@ -1,35 +1,47 @@
 """The grader: one submitted notebook in, a score per exercise out.
 
+The trust boundary is a process boundary. The grader's own process holds the exercise registry, the
+reference implementations and a secret seed drawn per run; the student's code runs in a separate,
+sandboxed worker (``sandbox.py``, ``worker.py``) that has none of them on its file system.
+
 1. Read the submission; anything that is not a readable notebook gets a report that says so.
-2. Take only its exercise cells and merge them into the pristine student notebook of notebooks/,
-   with a probe cell after each (``submission.merge``).
-3. Run the merged notebook in a fresh kernel, in a subprocess, with a time limit per cell and in total.
-4. Decode what the probes published and compare it here, in the grader's process, with the reference
-   run on the same hidden cases. All or nothing per exercise; the inputs are seeded, so the same
-   submission gets the same score every time.
+2. Take only its exercise cells. Each is checked statically (``submission.static_problem``, on the
+   syntax tree), then sent to the worker after the definitions that the pristine student notebook's
+   given cells make before it (imports, functions, classes; never the course package).
+3. The grader draws the exercise's cases from the secret seed, sends their inputs to the worker as
+   plain data (``codec.py``), and gets the student's outputs back as plain data, decoded strictly.
+   The worker also reports the forbidden PyTorch built-ins that were called while the function ran.
+4. The outputs are compared here with the reference run on the same inputs. All or nothing per
+   exercise. An exercise that fails is replaced in the worker by the course's solution of it, so that
+   a later exercise that builds on it is graded on its own merit, as the notebook's self-check does.
+5. The worker and every process it started are ended before the report is written.
 """
 
 from __future__ import annotations
 
+import ast
+import hashlib
+import hmac
+import inspect
 import json
-import os
 import secrets
-import signal
-import subprocess
-import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from . import registry
-from .codec import CodecError, decode
-from .execute import PROBE_TAG
-from .probe import MIME
-from .registry import HIDDEN_SEED, Exercise, compare, run_case
-from .submission import SubmissionError, extract, merge, read_notebook
+import torch
+
+from . import registry, sandbox
+from .cells import exercise_id
+from .codec import CodecError, decode, encode
+from .registry import Exercise, compare, run_case
+from .submission import (SKIP_TAG, Extracted, SubmissionError, clean_source, extract, read_notebook,
+                         static_problem)
 
 MAX_OUTPUT = 4000  # characters of report text per exercise
+STARTUP = 120  # seconds the worker may take to start (importing PyTorch: 1-3 s, far more on a loaded machine)
+SKIPPED_IMPORTS = {"transformer_course", "matplotlib", "IPython", "ipywidgets", "tqdm"}
 
 
 @dataclass
@@ -38,10 +50,16 @@ class TestResult:
     score: float
     max_score: float
     output: str
+    state: str = ""  # "passed", "failed" or "not attempted"
 
     @property
     def status(self) -> str:
+        """Gradescope's status: passed or failed."""
         return "passed" if self.score == self.max_score else "failed"
+
+    @property
+    def verdict(self) -> str:
+        return self.state or self.status
 
 
 @dataclass
@@ -51,6 +69,7 @@ class Report:
     tests: list[TestResult] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # about the submission as a whole
     seconds: float = 0.0
+    isolation: str = ""  # the sandbox mode used, and its warning if it is the weak one
 
     @property
     def score(self) -> float:
@@ -65,7 +84,8 @@ class Report:
             "score": self.score,
             "max_score": self.max_score,
             "execution_time": round(self.seconds, 1),
-            "output": "\n".join(self.problems) or "Graded every exercise.",
+            "output": "\n".join(self.problems + ([self.isolation] if "WARNING" in self.isolation else []))
+            or "Graded every exercise.",
             "stdout_visibility": "visible",
             "tests": [
                 {"name": t.name, "number": t.name.split(":")[0].replace("Exercise ", ""), "score": t.score,
@@ -75,159 +95,380 @@ class Report:
         }
 
     def markdown(self) -> str:
-        head = f"# Grading report: {self.submission}\n\n"
+        head = f"# Grading report: {md_escape(self.submission)}\n\n"
         head += f"**Score: {self.score:g} / {self.max_score:g}**"
         head += f" (chapter {self.chapter})" if self.chapter is not None else ""
         head += f", graded in {self.seconds:.1f} s\n\n"
+        if "WARNING" in self.isolation:
+            head += f"> {md_escape(self.isolation)}\n\n"
         if self.problems:
-            head += "".join(f"- {p}\n" for p in self.problems) + "\n"
+            head += "".join(f"- {md_escape(p)}\n" for p in self.problems) + "\n"
         if self.tests:
             head += "| exercise | score | status |\n|---|---|---|\n"
-            head += "".join(f"| {t.name} | {t.score:g} / {t.max_score:g} | {t.status} |\n" for t in self.tests)
+            head += "".join(f"| {md_escape(t.name)} | {t.score:g} / {t.max_score:g} | {t.verdict} |\n" for t in self.tests)
             for t in self.tests:
-                head += f"\n## {t.name}\n\n```text\n{t.output}\n```\n"
+                head += f"\n## {md_escape(t.name)}\n\n{fenced(t.output)}\n"
         return head
 
 
-def grade_notebook(path: Path, root: Path, cell_timeout: int = 60, timeout: int = 600) -> Report:
-    """Grade one submission. Never raises: whatever goes wrong is in the report."""
+_MD_SPECIAL = str.maketrans({**{c: "\\" + c for c in "\\`*_[]|"}, "&": "&amp;", "<": "&lt;", ">": "&gt;"})
+
+
+def md_escape(text: str) -> str:
+    """Text that Markdown (and the HTML inside it) shows as written, on one line."""
+    return " ".join(str(text).split()).translate(_MD_SPECIAL)
+
+
+def fenced(text: str) -> str:
+    """A code block that no run of backticks inside the text can close."""
+    longest = max((len(run) for run in str(text).split("\n") for run in _backtick_runs(run)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}text\n{text}\n{fence}"
+
+
+def _backtick_runs(line: str) -> list[str]:
+    runs, current = [], ""
+    for ch in line:
+        if ch == "`":
+            current += ch
+        elif current:
+            runs.append(current)
+            current = ""
+    return runs + ([current] if current else [])
+
+
+def grade_notebook(path: Path, root: Path, cell_timeout: int = 60, timeout: int = 600, *, chapter: int | None = None,
+                   isolation: str = "auto", seed: int | None = None, memory_mb: int = 4096) -> Report:
+    """Grade one submission. Never raises: whatever goes wrong is in the report.
+
+    seed: the secret seed of the hidden cases; None draws a fresh one (see ``secret_seed`` for a keyed one).
+    """
     start = time.monotonic()
     report = Report(submission=path.name)
     try:
-        _grade_into(report, path, root, cell_timeout, timeout)
+        _grade_into(report, path, root, cell_timeout, timeout, chapter, isolation, seed, memory_mb)
     except SubmissionError as exc:
         report.problems.append(str(exc))
+    except sandbox.IsolationError:
+        raise
     except Exception as exc:  # a bug of the grader's own: still a report, and no points
         report.problems.append(f"internal grader error ({type(exc).__name__}: {exc}); please tell the course staff")
-        report.tests = [TestResult(t.name, 0, t.max_score, t.output) for t in report.tests]
+        report.tests = [TestResult(t.name, 0, t.max_score, t.output, "failed") for t in report.tests]
     report.seconds = time.monotonic() - start
     return report
 
 
-def _grade_into(report: Report, path: Path, root: Path, cell_timeout: int, timeout: int) -> None:
+def secret_seed(key: bytes | None, content: bytes) -> int:
+    """The hidden cases' seed: keyed on the submission when the course has a key (same submission, same
+    cases, every time), else drawn fresh. Either way not in the package, so not known in advance."""
+    if not key:
+        return secrets.randbits(40)
+    return int.from_bytes(hmac.new(key, content, hashlib.sha256).digest()[:5], "big")
+
+
+def _grade_into(report: Report, path: Path, root: Path, cell_timeout: int, timeout: int, chapter: int | None,
+                isolation: str, seed: int | None, memory_mb: int) -> None:
+    deadline = time.monotonic() + timeout
     data = read_notebook(path)
-    extracted = extract(data, path)
+    extracted = extract(data, path, expected_chapter=chapter)
     report.chapter = extracted.chapter
     report.problems += extracted.notes
-    pristine_path = root / "notebooks" / registry.chapter_notebook(extracted.chapter)
-    pristine = json.loads(pristine_path.read_text(encoding="utf-8"))
-    nonce = secrets.token_hex(16)
-    merged, refused = merge(pristine, extracted, nonce)
-    outputs, run_problems = _run(merged, nonce, cell_timeout, timeout)
-    report.problems += run_problems
-    for ex in registry.chapter_exercises(extracted.chapter):
-        report.tests.append(_score(ex, extracted, refused, outputs))
+    mode, warning = sandbox.resolve(isolation)
+    report.isolation = warning or f"graded in the {mode} sandbox"
+    seed = secrets.randbits(40) if seed is None else seed
+    pristine = json.loads((root / "notebooks" / registry.chapter_notebook(extracted.chapter)).read_text(encoding="utf-8"))
+    given = given_code(pristine)
+    exercises = registry.chapter_exercises(extracted.chapter)
+    worker = sandbox.Worker(mode, memory_mb=memory_mb, cpu_seconds=timeout + STARTUP)
+    try:
+        if not worker.wait_ready(min(STARTUP, max(1.0, deadline - time.monotonic()))):
+            raise RuntimeError(f"the grading worker did not start ({worker.dead}): "
+                               f"{bytes(worker.output[-300:]).decode(errors='replace')}")
+        for ex in exercises:
+            report.tests.append(_grade_exercise(ex, extracted, given, worker, root, seed, cell_timeout, deadline, report))
+            if worker.dead and time.monotonic() >= deadline:
+                worker.dead = f"the submission ran past the total time limit of {timeout} s"
+    finally:
+        worker.close()
+    if worker.dead:
+        report.problems.append(f"{worker.dead}; the exercises from that point on got no points")
 
 
-def _run(merged: dict, nonce: str, cell_timeout: int, timeout: int) -> tuple[dict[str, dict], list[str]]:
-    """Execute the merged notebook; return per exercise {'probe': payload, 'errors': [...]}, and problems."""
-    index_of = {}
-    for i, cell in enumerate(merged["cells"]):
-        meta = cell.get("metadata", {})
-        if PROBE_TAG in meta.get("tags", []):
-            index_of[i] = ("probe", meta["probe"])
-        elif "exercise" in meta:
-            index_of[i] = ("cell", meta["exercise"]["id"])
-    with tempfile.TemporaryDirectory(prefix="course-grade-") as tmp:
-        nb_path, results = Path(tmp) / "merged.ipynb", Path(tmp) / "results.jsonl"
-        nb_path.write_text(json.dumps(merged), encoding="utf-8")
-        env = {**os.environ, "TQDM_DISABLE": "1", "MPLBACKEND": "Agg", "PYTHONHASHSEED": "0"}
-        command = [sys.executable, "-m", "transformer_course.grading.execute", "--grading", str(nb_path), str(results),
-                   "--cell-timeout", str(cell_timeout)]
-        # A session of its own, so that on time-out the runner and its kernel are killed together.
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
-                                start_new_session=True, cwd=tmp)
-        problem = None
-        try:
-            log, _ = proc.communicate(timeout=timeout)
-            if proc.returncode != 0:
-                problem = "the notebook could not be run: " + log.decode(errors="replace").strip().splitlines()[-1][:300]
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-            problem = f"the notebook did not finish within the total time limit of {timeout} s; exercises after that point got no points"
-        found: dict[str, dict] = {}
-        given_problems: list[str] = []
-        for line in results.read_text(encoding="utf-8").splitlines() if results.exists() else []:
-            event = json.loads(line)
-            if event.get("event") == "kernel-died":
-                problem = "the kernel died (the code exited or crashed Python); exercises after that point got no points"
-                continue
-            if event.get("event") == "kernel-hung":
-                problem = "a cell ran past its time limit and did not stop when interrupted; exercises after that point got no points"
-                continue
-            kind, ex_id = index_of.get(event.get("cell"), (None, None))
-            if kind is None:
-                given = [o for o in event.get("outputs", []) if o.get("output_type") == "error"]
-                what = f"raised {given[0].get('ename')}: {str(given[0].get('evalue'))[:200]}" if given else "ran out of time"
-                cell = merged["cells"][event["cell"]] if isinstance(event.get("cell"), int) and 0 <= event["cell"] < len(merged["cells"]) else {}
-                first = str(cell.get("source", "")).strip().split("\n")[0][:60]
-                given_problems.append(f"the course's cell `{first}` {what}; an exercise before it may return something unexpected")
-                continue
-            entry = found.setdefault(ex_id, {"probe": None, "errors": []})
-            if kind == "cell" and event.get("status") == "timeout":
-                entry["errors"].append(f"a time-out: the cell ran longer than the {cell_timeout} s limit per cell")
-            for out in event.get("outputs", []):
-                if kind == "cell" and out.get("output_type") == "error":
-                    entry["errors"].append(f"{out.get('ename')}: {str(out.get('evalue'))[:300]}")
-                payload = out.get("data", {}).get(MIME) if kind == "probe" else None
-                if isinstance(payload, dict) and payload.get("nonce") == nonce and payload.get("exercise") == ex_id:
-                    entry["probe"] = payload  # the last one wins: the probe publishes after the student's code ran
-    problems = ([problem] if problem else []) + given_problems[:3]
-    return found, problems
-
-
-def _score(ex: Exercise, extracted, refused: dict[str, str], outputs: dict[str, dict]) -> TestResult:
+def _grade_exercise(ex: Exercise, extracted: Extracted, given: dict, worker: sandbox.Worker, root: Path, seed: int,
+                    cell_timeout: int, deadline: float, report: Report) -> TestResult:
     name = f"Exercise {ex.id}: {ex.title}"
+
+    def result(lines: list[str], passed: bool = False, state: str | None = None) -> TestResult:
+        lines = list(dict.fromkeys(lines))  # a line said twice (two cases with one label) is said once
+        output = "\n".join(lines)
+        if len(output) > MAX_OUTPUT:
+            output = output[:MAX_OUTPUT] + "\n… (cut)"
+        return TestResult(name, ex.points if passed else 0, ex.points, output, state or ("passed" if passed else "failed"))
+
+    def left() -> float:
+        return deadline - time.monotonic()
+
+    if worker.dead:
+        return result([f"not graded: {worker.dead}"])
+    if left() <= 0:
+        worker.close()
+        worker.dead = "the submission ran past the total time limit"
+        return result(["not graded: the submission ran past the total time limit"])
+    for source in given.pop(ex.id, []):  # the course's own definitions before this exercise
+        answer = worker.request({"op": "exec", "source": source, "label": "course code", "timeout": cell_timeout},
+                                min(cell_timeout, left()))
+        if answer is not None and "error" in answer:
+            first = source.strip().split("\n")[0][:60]
+            report.problems.append(f"the course's code `{first}` raised {answer['error']}; an exercise before it "
+                                   "may define something unexpected")
+    source = extracted.sources.get(ex.id)
     lines: list[str] = []
-    if ex.id not in extracted.sources:
-        lines.append("missing from the submission")
-    elif ex.id in refused:
-        lines.append(f"refused: {refused[ex.id]}")
-    entry = outputs.get(ex.id)
-    if not lines and entry is None:
-        lines.append("not graded: the notebook stopped before this exercise")
-    if not lines:
-        lines += [f"your cell raised {e}" for e in entry["errors"]]
-        probe = entry["probe"]
-        if probe is None:
-            lines.append("no result: the grader's probe did not run after this cell (time limit or crash)")
-        elif "error" in probe:
-            lines.append(str(probe["error"])[:500])
+    state = None
+    if source is None:
+        lines, state = ["not attempted: the exercise is missing from the submission"], "not attempted"
+    else:
+        problem = static_problem(source, ex, {e.name for e in registry.chapter_exercises(ex.chapter)})
+        if problem:
+            lines = [f"refused: {problem}"]
         else:
-            lines += _compare_cases(ex, probe.get("results"))
-    passed = bool(lines) and all(line.startswith("✓") for line in lines)
-    output = "\n".join(lines)
-    if len(output) > MAX_OUTPUT:
-        output = output[:MAX_OUTPUT] + "\n… (cut)"
-    return TestResult(name, ex.points if passed else 0, ex.points, output)
+            code, note = clean_source(source)
+            if note:
+                lines.append(note)
+            answer = worker.request({"op": "exec", "source": code, "label": f"exercise {ex.id}",
+                                     "timeout": min(cell_timeout, max(1, left()))}, min(cell_timeout, max(1, left())))
+            if answer is None:
+                return result([f"your cell stopped the grading: {worker.dead}"] + lines)
+            if "error" in answer:
+                lines.append(f"your cell raised {answer['error']}" if not answer.get("timeout")
+                             else f"a time-out: the cell ran longer than the {cell_timeout} s limit per cell")
+            cases = ex.cases(seed)
+            _send_given_modules(cases, worker, root, given["__imports__"], min(cell_timeout, max(1, left())))
+            call_timeout = min(cell_timeout, max(1, left()))
+            answer = worker.request({"op": "call", "exercise": ex.id, "name": ex.name, "kind": ex.kind,
+                                     "cases": [_encode_case(c) for c in cases], "timeout": call_timeout,
+                                     "forbidden": list(ex.forbidden)}, call_timeout)
+            if answer is None:
+                return result([f"your code stopped the grading: {worker.dead}"] + lines)
+            case_lines, state = _compare_cases(ex, cases, answer)
+            lines += case_lines
+    verdicts = [line for line in lines if not line.startswith("note:")]
+    passed = bool(verdicts) and all(line.startswith("✓") for line in verdicts)
+    if not passed:
+        fallback = fallback_source(ex, root)
+        answer = worker.request({"op": "exec", "source": fallback, "label": f"solution {ex.id}", "timeout": cell_timeout},
+                                min(cell_timeout, max(1, left())))
+        if answer is not None and "error" in answer:
+            report.problems.append(f"the course's solution of {ex.id} could not be loaded for the exercises after it "
+                                   f"({answer['error']})")
+    return result(lines, passed, state)
 
 
-def _compare_cases(ex: Exercise, results) -> list[str]:
-    cases = ex.cases(HIDDEN_SEED)
-    if not isinstance(results, list) or len(results) != len(cases):
-        return ["malformed probe output"]
-    lines = []
+def _compare_cases(ex: Exercise, cases: list[registry.Case], answer: dict) -> tuple[list[str], str | None]:
+    if "error" in answer and "results" not in answer:
+        return [str(answer["error"])[:500]], None
+    results = answer.get("results")
+    forbidden = answer.get("forbidden")
+    lines: list[str] = []
+    if isinstance(forbidden, list) and forbidden:
+        called = ", ".join(f"`{str(f)[:80]}`" for f in forbidden[:5])
+        lines.append(f"your code called PyTorch's built-in {called}, which this exercise asks you to build yourself")
+    if not isinstance(results, list) or len(results) > len(cases):
+        return lines + ["the grading process sent malformed results"], None
+    results = results + [{"error": "not run: an earlier case ran out of time"}] * (len(cases) - len(results))
+    if all(isinstance(r, dict) and r.get("not_attempted") for r in results):
+        return lines + ["not attempted (the cell still raises NotImplementedError)"], "not attempted"
     for case, result in zip(cases, results):
-        if not isinstance(result, dict):
-            lines.append(f"✗ case '{case.label}': malformed result")
+        label = f"case '{case.label}'"
+        if not isinstance(result, dict) or ("error" not in result and "value" not in result):
+            lines.append(f"✗ {label}: malformed result")
             continue
         if "error" in result:
-            lines.append(f"✗ case '{case.label}': {str(result['error'])[:300]}")
+            lines.append(f"✗ {label}: {str(result['error'])[:300]}")
             continue
         try:
-            actual = decode(result.get("value"))
+            actual = decode(result["value"])
         except CodecError as exc:
-            lines.append(f"✗ case '{case.label}': the result could not be read ({exc})")
+            lines.append(f"✗ {label}: the result could not be read ({exc})")
             continue
         expected = run_case(ex, ex.reference, case)
-        problem = compare(expected, actual, ex.atol, ex.rtol)
-        lines.append(f"✓ case '{case.label}'" if problem is None else f"✗ case '{case.label}': {problem}")
-    return lines
+        problem = _safe_compare(expected, actual, ex)
+        if problem is None:
+            lines.append(f"✓ {label}")
+            continue
+        hint = _matching_mistake(ex, case, actual)
+        lines.append(f"✗ {label}: {problem}" + (f"\n  Hint: {hint}" if hint else ""))
+    return lines, None
 
 
-def submissions_in(path: Path) -> list[Path]:
-    if path.is_dir():
-        return sorted(p for p in path.rglob("*") if p.is_file() and ".ipynb_checkpoints" not in p.parts
-                      and not any(part.startswith(".") for part in p.relative_to(path).parts))
-    return [path]
+def _safe_compare(expected: Any, actual: Any, ex: Exercise) -> str | None:
+    try:
+        return compare(expected, actual, ex.atol, ex.rtol)
+    except Exception as exc:  # noqa: BLE001 - an unexpected value is a wrong answer, never a crash
+        return f"the result could not be compared with the reference ({type(exc).__name__})"
+
+
+def _matching_mistake(ex: Exercise, case: registry.Case, actual: Any) -> str | None:
+    """The hint of the known mistake that gives exactly this output, as the notebook's self-check would say."""
+    for mistake in ex.mistakes:
+        try:
+            wrong = run_case(ex, mistake.implementation, case)
+            if compare(wrong, actual, ex.atol, ex.rtol) is None:
+                return mistake.hint
+        except Exception:  # noqa: BLE001
+            continue
+    return None
+
+
+def _encode_case(case: registry.Case) -> dict:
+    return {"args": _encode_input(tuple(case.args)), "kwargs": _encode_input(dict(case.kwargs)),
+            "init": None if case.init is None else _encode_input(dict(case.init)),
+            "state": None if case.state is None else _encode_input(dict(case.state))}
+
+
+def _encode_input(value: Any) -> Any:
+    """A case input as plain data; a given module (chapter 3's decoder step) as its exercise, sizes and weights."""
+    if isinstance(value, torch.nn.Module):
+        ex_id, init = value.course_given
+        return {"__given__": ex_id, "init": encode(tuple(init)), "state": encode(dict(value.state_dict()))}
+    if isinstance(value, tuple) and any(isinstance(v, torch.nn.Module) for v in value):
+        return {"__seq__": "tuple", "items": [_encode_input(v) for v in value]}
+    return encode(value)
+
+
+def _send_given_modules(cases: list[registry.Case], worker: sandbox.Worker, root: Path, imports: str,
+                        timeout: float) -> None:
+    """Define in the worker the classes of the modules that cases take as input (built from the course's code
+    of an exercise graded before, never of this one)."""
+    for ex_id in dict.fromkeys(c.course_given[0] for case in cases for c in case.args if isinstance(c, torch.nn.Module)):
+        if ex_id not in worker.given:
+            ex = registry.get(ex_id)
+            worker.request({"op": "given", "id": ex_id, "name": ex.name,
+                            "source": imports + "\n" + fallback_source(ex, root)}, timeout)
+            worker.given.add(ex_id)
+
+
+def given_code(pristine: dict) -> dict:
+    """Under "__imports__", the given cells' imports; per exercise id, the definitions that the given cells before it make: imports (never of the course
+    package), functions, classes, constants, and the default dtype. Nothing else of a given cell runs."""
+    out: dict[str, list[str]] = {}
+    pending: list[str] = []
+    imports: list[str] = []
+    for cell in pristine.get("cells", []):
+        if cell.get("cell_type") != "code":
+            continue
+        text = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+        ex_id = exercise_id({**cell, "source": text})
+        if ex_id is not None:
+            out[ex_id] = pending
+            pending = []
+            continue
+        try:
+            tree = ast.parse(clean_source(text)[0])
+        except SyntaxError:
+            continue
+        kept = [ast.unparse(node) for node in tree.body if _is_definition(node)]
+        imports += [ast.unparse(n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) and _is_definition(n)]
+        if kept:
+            pending.append("\n".join(kept))
+    out["__imports__"] = "\n".join(imports)  # type: ignore[assignment]
+    return out
+
+
+def _is_definition(node: ast.stmt) -> bool:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return True
+    if isinstance(node, ast.Import):
+        return all(a.name.split(".")[0] not in SKIPPED_IMPORTS for a in node.names)
+    if isinstance(node, ast.ImportFrom):
+        return node.level == 0 and (node.module or "").split(".")[0] not in SKIPPED_IMPORTS
+    if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        names = [t for target in targets for t in (target.elts if isinstance(target, ast.Tuple) else [target])]
+        if not all(isinstance(t, ast.Name) for t in names):
+            return False
+        try:
+            ast.literal_eval(node.value)
+            return True
+        except (ValueError, SyntaxError, TypeError):
+            return False
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+        return ast.unparse(node.value.func) == "torch.set_default_dtype"
+    return False
+
+
+def fallback_source(ex: Exercise, root: Path) -> str:
+    """The course's code of one exercise, which replaces a failed answer for the exercises after it.
+
+    From the solution notebook where the course folder has one (an instructor's copy); else (a student's
+    repository) the reference implementation's own source, which students have in the package anyway.
+    """
+    solution = root / "solutions" / registry.chapter_notebook(ex.chapter)
+    if solution.exists():
+        for cell in json.loads(solution.read_text(encoding="utf-8"))["cells"]:
+            text = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+            if exercise_id({**cell, "source": text}) == ex.id:
+                return clean_source(text)[0]
+    module = inspect.getmodule(ex.reference)
+    tree = ast.parse(inspect.getsource(module))
+    imports = [ast.unparse(n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) and _is_definition(n)
+               and not (isinstance(n, ast.ImportFrom) and n.module == "__future__")]
+    return "\n".join(imports + _with_helpers(ex, module, tree)) + f"\n{ex.name} = {ex.reference.__name__}\n"
+
+
+def _with_helpers(ex: Exercise, module, tree: ast.Module) -> list[str]:
+    """The reference's source and, before it, the course helpers it uses, from its module or imported into it
+    (never another exercise's reference: the worker binds the earlier ones by name, and the later ones
+    must not be there)."""
+    references = {id(e.reference) for e in registry.chapter_exercises(ex.chapter)}
+    tops: dict[str, dict] = {}
+
+    def top_of(mod) -> dict:
+        if mod.__name__ not in tops:
+            table = {}
+            for node in ast.parse(inspect.getsource(mod)).body:
+                if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                    table[node.name] = node
+                elif isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
+                    table.update({t.id: node for t in node.targets})
+            tops[mod.__name__] = table
+        return tops[mod.__name__]
+
+    chosen: list[ast.stmt] = []
+
+    def visit(node: ast.stmt, mod) -> None:
+        for name in sorted({n.id for n in ast.walk(node) if isinstance(n, ast.Name)}):
+            value = getattr(mod, name, None)
+            if id(value) in references:
+                continue
+            helper, home = top_of(mod).get(name), mod
+            if helper is None and (inspect.isfunction(value) or inspect.isclass(value)):
+                home = inspect.getmodule(value)
+                if home is None or not home.__name__.startswith("transformer_course"):
+                    continue
+                helper = top_of(home).get(value.__name__)
+            if helper is None or helper in chosen or helper is node:
+                continue
+            visit(helper, home)
+            if helper not in chosen:
+                chosen.append(helper)
+
+    own = top_of(module)[ex.reference.__name__]
+    visit(own, module)
+    return [ast.unparse(n) for n in chosen] + [ast.unparse(own)]
+
+
+def submissions_in(path: Path, exclude: Path | None = None) -> list[Path]:
+    """The files of a folder to consider (hidden ones, checkpoints and the folder ``exclude`` left out), or [path]."""
+    if not path.is_dir():
+        return [path]
+    skip = exclude.resolve() if exclude is not None else None
+    found = []
+    for p in sorted(path.rglob("*")):
+        if not p.is_file() or p.is_symlink() or ".ipynb_checkpoints" in p.parts:
+            continue
+        if any(part.startswith(".") for part in p.relative_to(path).parts):
+            continue
+        if skip is not None and (p.resolve() == skip or skip in p.resolve().parents):
+            continue
+        found.append(p)
+    return found

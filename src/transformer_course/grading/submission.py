@@ -10,8 +10,6 @@ from pathlib import Path
 
 from . import registry
 from .cells import exercise_id
-from .execute import PROBE_TAG
-from .probe import probe_source
 
 SKIP_TAG = "skip-in-grading"  # cells the grader leaves out, to keep grading fast
 MAX_BYTES = 20 * 1024 * 1024  # a chapter notebook with its figures is well under this
@@ -56,7 +54,7 @@ def _source_text(cell: dict) -> str | None:
     return source if isinstance(source, str) else None
 
 
-def extract(data: dict, path: Path) -> Extracted:
+def extract(data: dict, path: Path, expected_chapter: int | None = None) -> Extracted:
     """The exercise cells of a submission, by id, and notes on anything odd about them."""
     sources: dict[str, str] = {}
     notes: list[str] = []
@@ -74,6 +72,13 @@ def extract(data: dict, path: Path) -> Extracted:
             continue
         sources[ex_id] = text
     chapter = _chapter(data, sources, path)
+    named = re.match(r"(\d+)_", path.name)
+    if expected_chapter is not None and chapter != expected_chapter:
+        raise SubmissionError(f"{path.name} is a notebook of chapter {chapter}, but chapter {expected_chapter} is being "
+                              "graded (--chapter); nothing was graded")
+    if named and int(named.group(1)) != chapter:
+        notes.append(f"the file is named like chapter {int(named.group(1))} but holds the exercises of chapter "
+                     f"{chapter}; it was graded as chapter {chapter}")
     known = {e.id for e in registry.chapter_exercises(chapter)}
     for ex_id in sorted(set(sources) - known):
         notes.append(f"exercise cell {ex_id} is not an exercise of chapter {chapter}; ignored")
@@ -103,66 +108,98 @@ def _chapter(data: dict, sources: dict[str, str], path: Path) -> int:
     raise SubmissionError(f"cannot tell which chapter {path.name} belongs to: it has no exercise cells of a graded chapter")
 
 
-_BANNED_NAMES = {"__import__", "importlib", "exec", "eval", "compile", "__builtins__", "sys"}
+# Names of PyTorch's mode stacks: code that reaches them could hide what it calls from the grader's watch.
+_MACHINERY = ("torch_function_mode", "_pop_mode", "_push_mode", "DisableTorchFunction", "_python_dispatch",
+              "_disabled_torch_function", "_set_torch_function", "_dispatch_tls", "ExcludeDispatchKeyGuard")
 
 
-def static_problem(source: str, exercise: registry.Exercise) -> str | None:
-    """Why an exercise cell is refused before it runs, or None. A guard against shortcuts, not a sandbox."""
-    if "transformer_course" in source:
-        return "the cell uses the course's reference package (`transformer_course`), which grading does not allow"
-    lines = [ln for ln in source.split("\n") if not ln.lstrip().startswith(("%", "!"))]  # IPython magics
+def clean_source(source: str) -> tuple[str, str | None]:
+    """The cell as plain Python: IPython magics and shell lines become ``pass`` (they are not run during
+    grading), so that the code the static check reads is the code that runs. Returns (code, note)."""
+    lines, dropped = [], 0
+    for line in source.split("\n"):
+        stripped = line.lstrip()
+        if stripped.startswith(("%", "!")):
+            lines.append(line[: len(line) - len(stripped)] + "pass")
+            dropped += 1
+        else:
+            lines.append(line)
+    note = f"note: {dropped} IPython magic or shell line(s) were not run during grading" if dropped else None
+    return "\n".join(lines), note
+
+
+def _own_names(tree: ast.AST) -> tuple[set[str], set[str], set[str]]:
+    """What the cell defines itself: (names, attributes, imported names).
+
+    names: functions, classes, variables and arguments; attributes: methods of its classes and
+    attributes it assigns (``self.x = ...``); imported: names its imports bind.
+    """
+    names, attributes, imported = set(), set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            if isinstance(node, ast.ClassDef):
+                attributes |= {n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            attributes.add(node.attr)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            imported |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return names, attributes, imported
+
+
+_MODULE_NAMES = {"torch", "nn", "F", "functional", "math", "np", "numpy"}  # the notebooks' own imports
+
+
+def _base_name(node: ast.Attribute) -> str | None:
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def static_problem(source: str, exercise: registry.Exercise, exercise_names: set[str] = frozenset()) -> str | None:
+    """Why an exercise cell is refused before it runs, or None.
+
+    It reads the syntax tree, never the text, so comments and strings cost nothing, and a method or
+    variable the cell defines itself is not the built-in of the same name. It is a first filter that
+    explains itself; the guarantees come from the sandbox (no reference code to reach) and the watch
+    on PyTorch's calls while the student's function runs.
+    """
+    code, _ = clean_source(source)
+    if code.lstrip().startswith("pass") and source.lstrip().startswith("%%"):
+        return "the cell is a cell magic (%%...), which grading does not run"
     try:
-        tree = ast.parse("\n".join(lines))
+        tree = ast.parse(code)
     except SyntaxError:
         return None  # it will fail when it runs, and the report will show Python's own message
+    own, own_attributes, imported = _own_names(tree)
     for node in ast.walk(tree):
-        attributes, names = [], []  # x.attr, and bare or imported names
+        modules = []
+        if isinstance(node, ast.Import):
+            modules = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            modules = [node.module or ""]
+        if any(m.split(".")[0] == "transformer_course" for m in modules):
+            return "the cell imports the course's reference package (`transformer_course`), which grading does not allow"
+        used = []  # (name, how)
         if isinstance(node, ast.Attribute):
-            attributes.append(node.attr)
-        elif isinstance(node, ast.Name):
-            names.append(node.id)
+            # `self.attend(...)` of the cell's own method is not PyTorch's; `F.x`, `torch.x` always are
+            base = _base_name(node)
+            if node.attr not in own_attributes or base in _MODULE_NAMES | imported or base is None:
+                used.append(node.attr)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in (own - imported) | exercise_names:
+            used.append(node.id)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             for alias in node.names:
-                attributes += alias.name.split(".")
-                names.append(alias.name.split(".")[0])
+                used += alias.name.split(".")
             if isinstance(node, ast.ImportFrom) and node.module:
-                attributes += node.module.split(".")
-                names.append(node.module.split(".")[0])
-        for name in attributes:
+                used += node.module.split(".")
+        for name in used:
             if name in exercise.forbidden:
                 return f"the cell uses PyTorch's `{name}`, which this exercise asks you to build yourself"
-        for name in names:
-            if name in _BANNED_NAMES:
-                return f"the cell uses `{name}`, which exercise cells may not use"
+            if any(m in name for m in _MACHINERY):
+                return f"the cell uses `{name}`, part of PyTorch's dispatch machinery, which exercise cells may not use"
     return None
-
-
-def _code_cell(source: str, metadata: dict) -> dict:
-    return {"cell_type": "code", "metadata": metadata, "source": source, "outputs": [], "execution_count": None}
-
-
-def merge(pristine: dict, extracted: Extracted, nonce: str) -> tuple[dict, dict[str, str]]:
-    """The pristine notebook (as JSON data) with the submitted exercise cells in place and a probe after each.
-
-    Returns the merged notebook and, per exercise, the reason its cell was refused (if it was).
-    """
-    refused: dict[str, str] = {}
-    cells = []
-    for cell in pristine["cells"]:
-        if SKIP_TAG in cell.get("metadata", {}).get("tags", []):
-            continue  # a demonstration (a figure, a training run) that no exercise needs
-        cell = {**cell, "source": _source_text(cell) or ""}
-        ex_id = exercise_id(cell)
-        if ex_id is None:
-            cells.append(cell)
-            continue
-        submitted = extracted.sources.get(ex_id)
-        if submitted is not None:
-            problem = static_problem(submitted, registry.get(ex_id))
-            if problem:
-                refused[ex_id] = problem
-            else:
-                cell = _code_cell(submitted, dict(cell.get("metadata", {})))
-        cells.append(cell)
-        cells.append(_code_cell(probe_source(ex_id, nonce), {"tags": [PROBE_TAG], "probe": ex_id}))
-    return {**pristine, "cells": cells}, refused

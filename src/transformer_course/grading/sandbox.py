@@ -1,0 +1,278 @@
+"""The process that runs a student's code: where it runs, what it can reach, and how it is ended.
+
+Two isolation modes (``--isolation``):
+
+``bwrap``   bubblewrap (Debian package ``bubblewrap``): the worker runs in new user, PID, network, IPC, UTS
+            and mount namespaces, as uid 65534, with a file system that holds only the Python
+            installation (read-only, the course package hidden under an empty folder), the worker's two
+            files (read-only) and a private /tmp. No network, no view of the grader's processes or files,
+            the course repository (reference code, solutions/, notebooks/, results) absent; every process
+            it starts dies with it (PID namespace, --die-with-parent).
+``process`` a plain child process, for machines without bubblewrap: resource limits, a session of its
+            own, a scrubbed environment, ``python -I`` and the same kill-everything-at-the-end; but the
+            student's code runs as the grader's user and CAN read any file the grader can (the reference
+            package and solutions/ included) and reach the network. The grader says so in every report.
+
+Both: memory (address space), CPU time, open files, core dumps off; a process-count limit through a
+pids cgroup where the machine allows one (and RLIMIT_NPROC, which binds only non-root users); the
+worker's output drained in bounded chunks (the first 64 KiB kept); answers capped in size.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import secrets
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+MODES = ("auto", "bwrap", "process")
+KEEP_OUTPUT = 64 * 1024  # bytes of the worker's stdout/stderr kept; the rest is counted and dropped
+MAX_ANSWER = 32 * 1024 * 1024  # bytes of one answer on the channel
+MAX_PROCESSES = 64
+GRACE = 5.0  # seconds past a command's own time limit before the worker counts as hung
+_HERE = Path(__file__).parent
+_PIDS_CGROUP = Path("/sys/fs/cgroup/pids")
+_bwrap_works: bool | None = None
+
+
+class IsolationError(RuntimeError):
+    """The isolation that was asked for is not available here."""
+
+
+def bwrap_available() -> bool:
+    """Whether bubblewrap is installed and can create its namespaces on this machine (checked once)."""
+    global _bwrap_works
+    if _bwrap_works is None:
+        exe = shutil.which("bwrap")
+        try:
+            _bwrap_works = exe is not None and subprocess.run(
+                [exe, "--unshare-all", "--unshare-user", "--die-with-parent", "--ro-bind", "/", "/", "true"],
+                capture_output=True, timeout=20).returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            _bwrap_works = False
+    return _bwrap_works
+
+
+def resolve(mode: str) -> tuple[str, str | None]:
+    """(the mode used, a warning for the report or None)."""
+    if mode not in MODES:
+        raise IsolationError(f"unknown isolation mode {mode!r}; use one of {', '.join(MODES)}")
+    if mode in ("auto", "bwrap") and bwrap_available():
+        return "bwrap", None
+    if mode == "bwrap":
+        raise IsolationError("--isolation bwrap: bubblewrap is not installed or cannot create namespaces here "
+                             "(apt-get install bubblewrap)")
+    return "process", ("WARNING: graded without a sandbox (bubblewrap is not available): the submission's code ran "
+                       "as the grader's user and could read the course's files; limits and clean-up still applied")
+
+
+def _package_dirs() -> list[str]:
+    """Folders that hold the course package, to be hidden inside the sandbox."""
+    import transformer_course
+
+    return [str(Path(p).resolve()) for p in transformer_course.__path__]
+
+
+class Worker:
+    """One sandboxed worker process; ``request`` sends a command and returns its answer (None once it is gone)."""
+
+    created: list[Path] = []  # every job folder made in this process (the tests check that none is left)
+
+    def __init__(self, mode: str, memory_mb: int = 4096, cpu_seconds: int = 600, threads: int = 1):
+        self.mode = mode
+        self.dead: str | None = None  # why the worker is gone, for the report
+        self.given: set[str] = set()  # exercises whose class the worker holds as a case input
+        self.output = bytearray()
+        self.dropped = 0
+        self._buffer = b""
+        self._job = Path(tempfile.mkdtemp(prefix="course-sandbox-"))
+        Worker.created.append(self._job)
+        os.chmod(self._job, 0o755)
+        (self._job / "worker.py").write_bytes((_HERE / "worker.py").read_bytes())
+        (self._job / "course_codec.py").write_bytes((_HERE / "codec.py").read_bytes())
+        self._cgroup = self._make_cgroup()
+        read_end, write_end = os.pipe()
+        env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0",
+               "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
+               "OMP_WAIT_POLICY": "PASSIVE", "TQDM_DISABLE": "1", "MPLBACKEND": "Agg"}
+        command = self._command(write_end)
+        limits = (memory_mb, cpu_seconds, self._cgroup)
+        self.proc = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+            pass_fds=(write_end,), cwd=str(self._job) if mode == "process" else "/",
+            preexec_fn=lambda: _limit_child(*limits), start_new_session=True)
+        os.close(write_end)
+        self._channel = read_end
+        self._drain = threading.Thread(target=self._drain_output, daemon=True)
+        self._drain.start()
+
+    def _command(self, fd: int) -> list[str]:
+        python = sys.executable
+        if self.mode == "process":
+            return [python, "-I", str(self._job / "worker.py"), str(fd)]
+        binds = []
+        for path in sorted({sys.base_prefix, sys.prefix, str(Path(sys.executable).resolve().parent.parent)}):
+            binds += ["--ro-bind", path, path]
+        for path in ("/usr", "/lib", "/lib64", "/bin", "/etc/ld.so.cache", "/etc/alternatives"):
+            binds += ["--ro-bind-try", path, path]
+        hide = []
+        for package in _package_dirs():
+            if any(package == p or package.startswith(p.rstrip("/") + "/") for p in binds[2::3]):
+                hide += ["--tmpfs", package]
+        return [shutil.which("bwrap") or "bwrap", "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534",
+                "--die-with-parent", "--new-session", "--cap-drop", "ALL", *binds, "--proc", "/proc", "--dev", "/dev",
+                "--tmpfs", "/tmp", "--ro-bind", str(self._job), "/job", *hide, "--chdir", "/tmp",
+                "--", python, "-I", "/job/worker.py", str(fd)]
+
+    def _make_cgroup(self) -> Path | None:
+        try:
+            path = _PIDS_CGROUP / f"course-grade-{secrets.token_hex(6)}"
+            path.mkdir()
+            (path / "pids.max").write_text(str(MAX_PROCESSES))
+            return path
+        except OSError:
+            return None
+
+    def _drain_output(self) -> None:
+        stream = self.proc.stdout
+        while True:
+            chunk = stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536)
+            if not chunk:
+                return
+            room = KEEP_OUTPUT - len(self.output)
+            if room > 0:
+                self.output += chunk[:room]
+            self.dropped += max(0, len(chunk) - max(room, 0))
+
+    def request(self, command: dict, timeout: float) -> dict | None:
+        """Send one command; its answer, or None when the worker died, hung or sent too much (see .dead)."""
+        if self.dead:
+            return None
+        try:
+            self.proc.stdin.write(json.dumps(command).encode() + b"\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            self._gone("the grading process was killed by the submission")
+            return None
+        return self._answer(time.monotonic() + timeout + GRACE)
+
+    def wait_ready(self, timeout: float) -> bool:
+        return self._answer(time.monotonic() + timeout) is not None
+
+    def _answer(self, deadline: float) -> dict | None:
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self._gone("hung", kill=True)
+                return None
+            ready, _, _ = select.select([self._channel], [], [], min(left, 0.25))
+            if not ready:
+                if self.proc.poll() is not None:  # gone, even if a detached child still holds the channel
+                    self._gone(self._exit_reason())
+                    return None
+                continue
+            chunk = os.read(self._channel, 1 << 20)
+            if not chunk:
+                self.proc.wait()
+                self._gone(self._exit_reason())
+                return None
+            self._buffer += chunk
+            if len(self._buffer) > MAX_ANSWER:
+                self._gone("the submission's answer was larger than the grader accepts", kill=True)
+                return None
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        try:
+            answer = json.loads(line)
+        except ValueError:
+            answer = None
+        if not isinstance(answer, dict):
+            self._gone("the grading process sent something that is not an answer", kill=True)
+            return None
+        return answer
+
+    def _exit_reason(self) -> str:
+        code = self.proc.poll()
+        if code is not None and code < 0 and -code in (signal.SIGXCPU, signal.SIGKILL):
+            what = "ran out of CPU time" if -code == signal.SIGXCPU else "was killed"
+            return f"the grading process {what} (memory or time limit, or the submission's own doing)"
+        return "the grading process was killed by the submission (it exited or crashed Python)"
+
+    def _gone(self, why: str, kill: bool = False) -> None:
+        self.dead = ("a cell ran past its time limit and did not stop; the grading process was ended"
+                     if why == "hung" else why)
+        if kill:
+            self.close()
+
+    def close(self) -> None:
+        """End the worker and every process it started; remove what it left. Safe to call twice."""
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.write(b'{"op": "quit"}\n')
+                self.proc.stdin.flush()
+                self.proc.wait(timeout=1)
+            except (OSError, subprocess.TimeoutExpired, ValueError):
+                pass
+        for _ in range(50):
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            stragglers = self._cgroup_pids()
+            for pid in stragglers:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            if self.proc.poll() is not None and not stragglers:
+                break
+            time.sleep(0.02)
+        self.proc.wait()
+        for stream in (self.proc.stdin,):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        self._drain.join(timeout=2)
+        try:
+            os.close(self._channel)
+        except OSError:
+            pass
+        if self._cgroup is not None:
+            try:
+                self._cgroup.rmdir()
+            except OSError:
+                pass
+        shutil.rmtree(self._job, ignore_errors=True)
+
+    def _cgroup_pids(self) -> list[int]:
+        if self._cgroup is None:
+            return []
+        try:
+            return [int(p) for p in (self._cgroup / "cgroup.procs").read_text().split()]
+        except (OSError, ValueError):
+            return []
+
+
+def _limit_child(memory_mb: int, cpu_seconds: int, cgroup: Path | None) -> None:
+    """In the child, before exec: resource limits, and the pids cgroup where there is one."""
+    if cgroup is not None:
+        try:
+            (cgroup / "cgroup.procs").write_text(str(os.getpid()))
+        except OSError:
+            pass
+    for limit, value in ((resource.RLIMIT_AS, memory_mb * 2**20), (resource.RLIMIT_CPU, cpu_seconds),
+                         (resource.RLIMIT_CORE, 0), (resource.RLIMIT_NOFILE, 256),
+                         (resource.RLIMIT_NPROC, MAX_PROCESSES), (resource.RLIMIT_FSIZE, 64 * 2**20)):
+        try:
+            resource.setrlimit(limit, (value, value))
+        except (ValueError, OSError):
+            pass

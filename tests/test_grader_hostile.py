@@ -1,0 +1,337 @@
+"""Hostile submissions earn nothing, honest ones lose nothing: the grader's trust boundary, tested.
+
+One test per class of attack (and of honest work that an earlier grader penalised). Several hostile
+cells share one submission where they can, so that the whole file costs a handful of gradings; the
+submissions are graded once, by module-scoped fixtures. The tests that depend on the sandbox (files
+out of reach, every process ended) need bubblewrap and are skipped, with the reason, without it.
+"""
+
+import csv
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from gradertools import full_points, header, scores, with_cells
+from transformer_course.grading import registry, sandbox
+from transformer_course.grading.cli import csv_cell, main
+from transformer_course.grading.grader import Report, grade_notebook
+from transformer_course.grading.grader import TestResult as Result
+from transformer_course.grading.submission import static_problem
+
+CHAPTER = "05_self_attention.ipynb"
+POINTS = full_points(5)
+TOKEN = "course-hostile-test-7c1e"  # in the command line of every process a hostile cell leaves behind
+needs_bwrap = pytest.mark.skipif(not sandbox.bwrap_available(), reason="bubblewrap is not available here")
+
+_SDPA_BODY = (
+    "    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])\n"
+    "    if mask is not None:\n        scores = scores.masked_fill(~mask, float('-inf'))\n"
+    "    weights = torch.softmax(scores, dim=-1)\n"
+)
+
+
+def _memorised_scores() -> str:
+    """5.1 that answers from a table of the cases of every seed in the package, computed offline."""
+    ex = registry.get("5.1")
+    table = {}
+    for seed in (registry.PUBLIC_SEED, registry.HIDDEN_SEED):
+        for case in ex.cases(seed):
+            key = tuple(round(x, 6) for x in case.args[0].reshape(-1)[:4].tolist())
+            table[key] = (list(ex.reference(*case.args).shape), ex.reference(*case.args).reshape(-1).tolist())
+    return (
+        f"TABLE = {table!r}\n"
+        "def attention_scores(q, k):\n"
+        "    key = tuple(round(x, 6) for x in q.reshape(-1)[:4].tolist())\n"
+        "    if key in TABLE:\n"
+        "        shape, data = TABLE[key]\n"
+        "        return torch.tensor(data, dtype=torch.float64).reshape(shape)\n"
+        "    return torch.zeros(q.shape[:-1] + (k.shape[-2],), dtype=q.dtype)\n"
+    )
+
+
+# Wrongly earned points, one class per exercise: none of these may earn anything.
+EARNS_NOTHING = {
+    "5.1": _memorised_scores(),
+    # reads the solutions and the reference package from disk and runs their code
+    "5.2": (
+        "import glob, json, os, sys\n"
+        "repo = os.path.dirname(sys.prefix)  # the virtual environment sits in the course folder\n"
+        "found = glob.glob(repo + '/solutions/05_self_attention.ipynb')\n"
+        "found += glob.glob(repo + '/**/transformer_course/attention.py', recursive=True)\n"
+        "found += glob.glob(sys.prefix + '/lib/*/site-packages/transformer_course/attention.py')\n"
+        "def causal_mask(t):\n"
+        "    return torch.ones(t, t, dtype=torch.bool).triu()\n"
+        "for path in found:\n"
+        "    if path.endswith('.py'):\n"
+        "        exec(open(path).read().replace('from __future__ import annotations', ''), globals())\n"
+        "    else:\n"
+        "        for cell in json.load(open(path))['cells']:\n"
+        "            if 'def causal_mask' in ''.join(cell['source']):\n"
+        "                exec(''.join(cell['source']), globals())\n"
+    ),
+    # PyTorch's built-in through a string, and the reference package through importlib without its name
+    "5.3": (
+        "import importlib\n"
+        "try:\n"
+        "    reference = importlib.import_module('transformer_' + 'course.attention')\n"
+        "except ImportError:\n"
+        "    reference = None\n"
+        "def scaled_dot_product_attention(q, k, v, mask=None):\n"
+        "    if reference is not None:\n"
+        "        return getattr(reference, 'scaled_dot_product_attention')(q, k, v, mask)\n"
+        + _SDPA_BODY +
+        "    out = getattr(F, 'scaled_dot_' + 'product_attention')(q, k, v, attn_mask=mask)\n"
+        "    return out, weights\n"
+    ),
+    # patches the grading machinery in its own process, forges answers on every descriptor, and leaves a
+    # detached process behind that would rewrite the results afterwards
+    "5.4": (
+        "import os, subprocess, sys\n"
+        f"subprocess.Popen(['sh', '-c', 'while true; do sleep 1; done; echo {TOKEN}'], start_new_session=True,\n"
+        "                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+        "codec = sys.modules.get('course_codec')\n"
+        "if codec is not None:\n"
+        "    codec.encode = lambda value, *a, **k: {'__tensor__': 'float64', 'shape': [0], 'data': []}\n"
+        "for fd in range(3, 30):\n"
+        "    try:\n"
+        "        os.write(fd, b'{\"results\": [], \"forbidden\": []}\\n')\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "class SelfAttention(nn.Module):\n"
+        "    def __init__(self, d_model, d_k, d_v=None):\n"
+        "        super().__init__()\n"
+        "        self.w_q = nn.Linear(d_model, d_k, bias=False)\n"
+        "        self.w_k = nn.Linear(d_model, d_k, bias=False)\n"
+        "        self.w_v = nn.Linear(d_model, d_k if d_v is None else d_v, bias=False)\n"
+        "    def forward(self, x, mask=None):\n"
+        "        return x, x\n"
+    ),
+}
+
+# Honest work that must lose nothing: comments and strings naming forbidden things, a method named like
+# a built-in, a flood of output, IPython magics, and no use of the grader's environment.
+HONEST = {
+    "5.1": (
+        "# Like transformer_course.attention.attention_scores, but mine; not F.scaled_dot_product_attention.\n"
+        "NOTE = 'import transformer_course'\n"
+        "import sys\n"
+        "sys.stdout.write('x' * 30_000_000)  # a very large output\n"
+        "def attention_scores(q, k):\n"
+        "    print('debugging ' * 1000)\n"
+        "    return q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])\n"
+    ),
+    "5.2": "%time x = 1\ndef causal_mask(t):\n    return torch.ones(t, t, dtype=torch.bool).tril()\n",
+    "5.3": (
+        "import os\n"
+        "def scaled_dot_product_attention(q, k, v, mask=None):\n"
+        "    if 'HOSTILE_TEST_SECRET' in os.environ:\n"
+        "        raise RuntimeError('the grader leaked its environment')\n"
+        + _SDPA_BODY + "    return weights @ v, weights\n"
+    ),
+    "5.4": (
+        "class SelfAttention(nn.Module):\n"
+        "    def __init__(self, d_model, d_k, d_v=None):\n"
+        "        super().__init__()\n"
+        "        self.w_q = nn.Linear(d_model, d_k, bias=False)\n"
+        "        self.w_k = nn.Linear(d_model, d_k, bias=False)\n"
+        "        self.w_v = nn.Linear(d_model, d_k if d_v is None else d_v, bias=False)\n"
+        "    def scaled_dot_product_attention(self, q, k, v, mask):  # my own method, named like the built-in\n"
+        "        return scaled_dot_product_attention(q, k, v, mask)\n"
+        "    def forward(self, x, mask=None):\n"
+        "        return self.scaled_dot_product_attention(self.w_q(x), self.w_k(x), self.w_v(x), mask)\n"
+    ),
+}
+
+# Crashes and hangs: a detached child that holds the grader's pipe open, then a cell that ignores its
+# time limit, so that the grading process must be ended from outside.
+CRASHES = {
+    "5.2": (
+        "import os\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    if os.fork() == 0:\n"
+        f"        os.execvp('sh', ['sh', '-c', 'sleep 600; echo {TOKEN}'])\n"
+        "    os._exit(0)\n"
+        "def causal_mask(t):\n    return torch.ones(t, t, dtype=torch.bool).tril()\n"
+    ),
+    "5.3": (
+        "import signal\n"
+        "signal.signal(signal.SIGALRM, signal.SIG_IGN)\n"
+        "signal.setitimer(signal.ITIMER_REAL, 0)\n"
+        "while True:\n    pass\n"
+    ),
+}
+
+
+def _left_behind() -> list[str]:
+    """Processes with the test's token in their command line, and the grader's work folders."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                if TOKEN.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    found.append(pid)
+            except OSError:
+                pass
+    return found
+
+
+def _work_folders() -> set[str]:
+    """The sandbox job folders this process made that still exist."""
+    return {str(p) for p in sandbox.Worker.created if p.exists()}
+
+
+@pytest.fixture(scope="module")
+def graded(course_root, tmp_path_factory):
+    """Each submission above, graded once in the bwrap sandbox; and what was left behind after each."""
+    if not sandbox.bwrap_available():
+        pytest.skip("bubblewrap is not available here")
+    tmp = tmp_path_factory.mktemp("hostile")
+    solution = course_root / "solutions" / CHAPTER
+    before = _work_folders()
+    os.environ["HOSTILE_TEST_SECRET"] = "1"
+    try:
+        out = {}
+        for name, cells, kwargs in (("earns", EARNS_NOTHING, {}), ("honest", HONEST, {}),
+                                    ("crashes", CRASHES, {"cell_timeout": 15, "timeout": 300})):
+            report = grade_notebook(with_cells(solution, tmp, f"{name}.ipynb", cells), course_root,
+                                    isolation="bwrap", **kwargs)
+            out[name] = (report, _left_behind())
+    finally:
+        del os.environ["HOSTILE_TEST_SECRET"]
+    out["folders"] = _work_folders() - before
+    return out
+
+
+def _outputs(report) -> dict[str, str]:
+    return {t.name[9:12]: t.output for t in report.tests}
+
+
+@needs_bwrap
+def test_memorised_cases_earn_nothing(graded):
+    report, _ = graded["earns"]
+    assert scores(report)["5.1"] == 0, report.markdown()
+    assert "differs from the reference" in _outputs(report)["5.1"]
+
+
+@needs_bwrap
+def test_solutions_and_reference_on_disk_are_out_of_reach(graded):
+    report, _ = graded["earns"]
+    assert scores(report)["5.2"] == 0 and "entries wrong" in _outputs(report)["5.2"], report.markdown()
+
+
+@needs_bwrap
+def test_builtin_through_a_string_is_caught_while_it_runs(graded):
+    report, _ = graded["earns"]
+    output = _outputs(report)["5.3"]
+    assert scores(report)["5.3"] == 0, report.markdown()
+    assert "called PyTorch's built-in `scaled_dot_product_attention`" in output
+
+
+@needs_bwrap
+def test_patched_machinery_forged_answers_and_detached_processes_earn_nothing(graded):
+    report, left = graded["earns"]
+    assert scores(report) == {"5.1": 0, "5.2": 0, "5.3": 0, "5.4": 0}, report.markdown()
+    assert left == []  # the detached loop died with the sandbox, before the report was returned
+
+
+@needs_bwrap
+def test_honest_work_loses_nothing(graded):
+    report, _ = graded["honest"]
+    assert scores(report) == POINTS, report.markdown()
+    assert "magic" in _outputs(report)["5.2"]  # said, and free
+
+
+@needs_bwrap
+def test_detached_pipe_holder_and_ignored_time_limit_end_in_bounded_time(graded):
+    report, left = graded["crashes"]
+    assert scores(report) == {"5.1": 2, "5.2": 2, "5.3": 0, "5.4": 0}, report.markdown()
+    assert "did not stop" in _outputs(report)["5.3"] and "not graded" in _outputs(report)["5.4"]
+    assert report.seconds < 120 and left == []
+
+
+@needs_bwrap
+def test_nothing_is_left_behind(graded):
+    assert graded["folders"] == set()
+
+
+def test_a_notebook_of_another_chapter_is_not_graded_as_this_one(course_root, tmp_path):
+    path = tmp_path / CHAPTER
+    path.write_bytes((course_root / "solutions" / "06_multihead_attention.ipynb").read_bytes())
+    report = grade_notebook(path, course_root, chapter=5)
+    assert report.score == 0 and report.tests == [] and "chapter 6" in report.problems[0]
+
+
+def test_malformed_metadata_and_stray_ids_are_reported_not_crashes(course_root, tmp_path):
+    cells = [{"cell_type": "code", "metadata": [], "source": "x"},
+             {"cell_type": "code", "metadata": {"exercise": {"id": "5.x"}}, "source": "# EXERCISE 5.x\n"},
+             {"cell_type": "code", "metadata": {"exercise": "5.1"}, "source": "y = 1"},
+             {"cell_type": "code", "metadata": {"exercise": {"id": "99.1"}}, "source": "z = 1"}]
+    path = tmp_path / "odd.ipynb"
+    path.write_text(json.dumps({"cells": cells, "metadata": {"transformer_course": {"chapter": "five"}}}))
+    report = grade_notebook(path, course_root)
+    assert report.score == 0 and not any("internal" in p for p in report.problems), report.problems
+
+
+@pytest.mark.parametrize("source, refused", [
+    ("# transformer_course.attention would do it\ndef attention_scores(q, k):\n    return q", None),
+    ("s = 'F.scaled_dot_product_attention'\ndef f(q):\n    return q", None),
+    ("class A:\n    def scaled_dot_product_attention(self, q):\n        return q\n"
+     "    def forward(self, q):\n        return self.scaled_dot_product_attention(q)", None),
+    ("def f(q, k, v):\n    return F.scaled_dot_product_attention(q, k, v)", "scaled_dot_product_attention"),
+    ("class A:\n    def scaled_dot_product_attention(self, q):\n        return F.scaled_dot_product_attention(q, q, q)",
+     "scaled_dot_product_attention"),
+    ("from torch.nn.functional import *\ndef f(q):\n    return scaled_dot_product_attention(q, q, q)", None),
+    ("from torch.nn.functional import scaled_dot_product_attention as s", "scaled_dot_product_attention"),
+    ("import transformer_course.attention as a", "reference package"),
+    ("%time from transformer_course import attention", None),
+    ("from torch.overrides import _pop_mode", "dispatch machinery"),
+])
+def test_static_check_reads_code_not_text(source, refused):
+    problem = static_problem(source, registry.get("5.3"), {"scaled_dot_product_attention"})
+    assert (problem is None) if refused is None else (refused in problem), problem
+
+
+def test_reports_escape_what_they_quote():
+    report = Report("<img src=x onerror=alert(1)>.ipynb", 5, problems=["a | b <script>alert(1)</script> **bold**"])
+    report.tests.append(Result("Exercise 5.1: x", 0, 2, "```\n# not a heading\n```", "failed"))
+    text = report.markdown()
+    assert "<script>" not in text and "<img" not in text and "\\|" in text and "\\*\\*bold" in text
+    assert "````text" in text  # a fence longer than any run of backticks inside
+    assert csv_cell("=HYPERLINK(\"http://x\")") == "'=HYPERLINK(\"http://x\")" and csv_cell("alice") == "alice"
+
+
+def test_not_attempted_is_not_failed(course_root):
+    report = grade_notebook(course_root / "notebooks" / CHAPTER, course_root)
+    assert {t.verdict for t in report.tests} == {"not attempted"} and "| not attempted |" in report.markdown()
+
+
+def test_command_line_on_a_hostile_folder(course_root, tmp_path, capsys):
+    folder = tmp_path / "subs"
+    folder.mkdir()
+    (folder / "=cmd()|calc.ipynb").write_text("{not json")
+    (folder / "summary.ipynb").write_text("{not json")
+    (folder / "notes.txt").write_text("not a notebook")
+    out = folder / "results"  # inside the submissions folder: never graded on a second run
+    for _ in range(2):
+        assert main([str(folder), "--out", str(out), "--root", str(course_root), "--chapter", "5"]) == 1
+        err = capsys.readouterr().err
+        assert "notes.txt" in err and "results" not in err  # the second run did not look at the first one's reports
+    rows = list(csv.reader((out / "scores.csv").open()))
+    assert len(rows) == 3 and rows[1][0].startswith("'=")  # two notebooks; the formula is text
+    assert "notes.txt" in (out / "summary.md").read_text()
+    assert (out / "summary-2" / "summary.md").exists()  # the submission named summary did not clobber the overview
+    assert main([str(folder), "--out", "/proc/no/such"]) == 2
+    assert "cannot write reports" in capsys.readouterr().err
+
+
+def test_missing_sandbox_is_a_clear_warning_or_error(course_root, monkeypatch):
+    monkeypatch.setattr(sandbox, "_bwrap_works", False)
+    with pytest.raises(sandbox.IsolationError, match="bubblewrap"):
+        sandbox.resolve("bwrap")
+    mode, warning = sandbox.resolve("auto")
+    assert mode == "process" and "WARNING" in warning
+    report = grade_notebook(course_root / "notebooks" / CHAPTER, course_root, isolation="auto")
+    assert "WARNING" in report.markdown() and report.score == 0
