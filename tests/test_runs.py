@@ -19,7 +19,12 @@ RUNS = sorted(p.name for p in files("transformer_course.runs").iterdir()
 
 
 def test_the_chapter_8_runs_are_there():
-    assert {"bahdanau-cpu-15min.json", "transformer-cpu-15min.json"} <= set(RUNS)
+    # the three seeds of each five-minute model (chapter 8 draws them, chapter 9's table quotes them)
+    assert {f"{m}-5min-seed{s}.json" for m in ("transformer-cpu", "bahdanau-cpu") for s in range(3)} <= set(RUNS)
+    for model in ("transformer-cpu", "bahdanau-cpu"):
+        seeds = [_load(f"{model}-5min-seed{s}.json") for s in range(3)]
+        assert len({r["steps"] for r in seeds}) == 1 and len({r["parameter_digests"][0] for r in seeds}) == 3
+        assert all(r["curve_on"] == "valid" and r["test_score"] is not None for r in seeds)
 
 
 @pytest.mark.parametrize("name", RUNS)

@@ -121,12 +121,15 @@ def summary(spec_path: Path, out: Path) -> None:
         if not path.exists():
             continue
         r = json.loads(path.read_text())
-        trials.append({"name": name, "base": trial["base"], "set": trial["set"], "command": r["command"],
+        trials.append({"name": name, "base": trial["base"], "set": trial["set"], "settings": r["settings"],
+                       "command": r["command"],
                        "steps": r["steps"], "parameters": r["parameters"], "valid_bleu": r["score"],
                        "tokens_per_cpu_second": measured[name]["tokens_per_cpu_second"],
                        "train_seconds_one_thread": r["train_seconds"], "torch": r["torch"]})
     result = {"protocol": __doc__.split("\n\n", 2)[2].strip(), "budget_seconds": spec["budget_seconds"],
-              "two_thread_speedup": spec["two_thread_speedup"], "trials": trials}
+              "two_thread_speedup": spec["two_thread_speedup"], "trials": trials,
+              **{k: spec[k] for k in ("notes", "two_thread_speedup_measured", "dropped_before_running") if k in spec},
+              "speed_notes": {n: m["note"] for n, m in measured.items() if "note" in m}}
     out.write_text(json.dumps(result, indent=1) + "\n")
     for t in sorted(trials, key=lambda t: -t["valid_bleu"]):
         print(f"{t['name']}  {t['valid_bleu']:5.2f}  {t['steps']:5d} steps  {t['set']}")
