@@ -128,9 +128,11 @@ class Worker:
         for package in _package_dirs():
             if any(package == p or package.startswith(p.rstrip("/") + "/") for p in binds[2::3]):
                 hide += ["--tmpfs", package]
+        # The private /tmp comes first: bwrap mounts in order, so the Python installation stays visible when it lives
+        # under /tmp itself (a checkout cloned there, with its .venv).
         return [shutil.which("bwrap") or "bwrap", "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534",
-                "--die-with-parent", "--new-session", "--cap-drop", "ALL", *binds, "--proc", "/proc", "--dev", "/dev",
-                "--tmpfs", "/tmp", "--ro-bind", str(self._job), "/job", *hide, "--chdir", "/tmp",
+                "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--tmpfs", "/tmp", *binds, "--proc", "/proc",
+                "--dev", "/dev", "--ro-bind", str(self._job), "/job", *hide, "--chdir", "/tmp",
                 "--", python, "-I", "/job/worker.py", str(fd)]
 
     def _make_cgroup(self) -> Path | None:
