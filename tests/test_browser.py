@@ -257,7 +257,7 @@ def lab(course_root, tmp_path_factory):
         [str(jupyter), "lab", "--no-browser", f"--port={port}", "--ip=127.0.0.1", f"--ServerApp.root_dir={root}",
          f"--IdentityProvider.token={token}", "--LabApp.expose_app_in_browser=True",
          "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-         "--LabServerApp.extension_manager=readonly"],
+         "--LabServerApp.extension_manager=readonly", *(["--allow-root"] if os.geteuid() == 0 else [])],
         cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     url = f"http://127.0.0.1:{port}"
@@ -308,6 +308,12 @@ def _wait_idle(page, timeout=240_000) -> None:
 
 
 def _restart_and_run_all(page) -> list[dict]:
+    # Forget the previous run's execution counts first, so that the wait below cannot pass on a stale one.
+    page.evaluate("""() => {
+        for (const cell of window.jupyterapp.shell.currentWidget.content.model.sharedModel.cells) {
+            if (cell.cell_type === 'code') { cell.execution_count = null; }
+        }
+    }""")
     page.locator(".lm-MenuBar-item", has_text="Kernel").click()
     page.locator(".lm-Menu-item", has_text="Restart Kernel and Run All Cells").click()
     page.locator(".jp-Dialog button.jp-mod-accept").click()  # "Restart"
