@@ -32,6 +32,17 @@ _SDPA_BODY = (
 )
 
 
+# The constructor of exercise 5.4's class, as the notebook gives it: two submissions below define their class with it.
+_SELF_ATTENTION_INIT = (
+    "class SelfAttention(nn.Module):\n"
+    "    def __init__(self, d_model, d_k, d_v=None):\n"
+    "        super().__init__()\n"
+    "        self.w_q = nn.Linear(d_model, d_k, bias=False)\n"
+    "        self.w_k = nn.Linear(d_model, d_k, bias=False)\n"
+    "        self.w_v = nn.Linear(d_model, d_k if d_v is None else d_v, bias=False)\n"
+)
+
+
 def _memorised_scores() -> str:
     """5.1 that answers from a table of the cases of every seed in the package, computed offline."""
     ex = registry.get("5.1")
@@ -99,12 +110,7 @@ EARNS_NOTHING = {
         "        os.write(fd, b'{\"results\": [], \"forbidden\": []}\\n')\n"
         "    except OSError:\n"
         "        pass\n"
-        "class SelfAttention(nn.Module):\n"
-        "    def __init__(self, d_model, d_k, d_v=None):\n"
-        "        super().__init__()\n"
-        "        self.w_q = nn.Linear(d_model, d_k, bias=False)\n"
-        "        self.w_k = nn.Linear(d_model, d_k, bias=False)\n"
-        "        self.w_v = nn.Linear(d_model, d_k if d_v is None else d_v, bias=False)\n"
+        + _SELF_ATTENTION_INIT +
         "    def forward(self, x, mask=None):\n"
         "        return x, x\n"
     ),
@@ -131,12 +137,7 @@ HONEST = {
         + _SDPA_BODY + "    return weights @ v, weights\n"
     ),
     "5.4": (
-        "class SelfAttention(nn.Module):\n"
-        "    def __init__(self, d_model, d_k, d_v=None):\n"
-        "        super().__init__()\n"
-        "        self.w_q = nn.Linear(d_model, d_k, bias=False)\n"
-        "        self.w_k = nn.Linear(d_model, d_k, bias=False)\n"
-        "        self.w_v = nn.Linear(d_model, d_k if d_v is None else d_v, bias=False)\n"
+        _SELF_ATTENTION_INIT +
         "    def scaled_dot_product_attention(self, q, k, v, mask):  # my own method, named like the built-in\n"
         "        return scaled_dot_product_attention(q, k, v, mask)\n"
         "    def forward(self, x, mask=None):\n"
