@@ -40,7 +40,7 @@ MAX_ANSWER = 32 * 1024 * 1024  # bytes of one answer on the channel
 MAX_PROCESSES = 64
 GRACE = 5.0  # seconds past a command's own time limit before the worker counts as hung
 _HERE = Path(__file__).parent
-_PIDS_CGROUP = Path("/sys/fs/cgroup/pids")
+_PIDS_CGROUP = Path("/nonexistent/pids")
 _bwrap_works: bool | None = None
 
 
@@ -100,6 +100,9 @@ class Worker:
         (self._job / "worker.py").write_bytes((_HERE / "worker.py").read_bytes())
         (self._job / "course_codec.py").write_bytes((_HERE / "codec.py").read_bytes())
         self._cgroup = self._make_cgroup()
+        self._ns_init: int | None = None  # a pidfd for the sandbox's PID 1 (bwrap mode), see _wait_for_namespace
+        info_read, info_write = os.pipe() if mode == "bwrap" else (None, None)
+        self._info_fd = info_write
         read_end, write_end = os.pipe()
         env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0",
                "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
@@ -108,9 +111,13 @@ class Worker:
         limits = (memory_mb, cpu_seconds, self._cgroup)
         self.proc = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
-            pass_fds=(write_end,), cwd=str(self._job) if mode == "process" else "/",
+            pass_fds=(write_end,) if info_write is None else (write_end, info_write),
+            cwd=str(self._job) if mode == "process" else "/",
             preexec_fn=lambda: _limit_child(*limits), start_new_session=True)
         os.close(write_end)
+        if info_read is not None:
+            os.close(info_write)
+            self._ns_init = _namespace_init(info_read)
         self._channel = read_end
         self._drain = threading.Thread(target=self._drain_output, daemon=True)
         self._drain.start()
@@ -131,7 +138,8 @@ class Worker:
         # The private /tmp comes first: bwrap mounts in order, so the Python installation stays visible when it lives
         # under /tmp itself (a checkout cloned there, with its .venv).
         return [shutil.which("bwrap") or "bwrap", "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534",
-                "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--tmpfs", "/tmp", *binds, "--proc", "/proc",
+                "--info-fd", str(self._info_fd), "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+                "--tmpfs", "/tmp", *binds, "--proc", "/proc",
                 "--dev", "/dev", "--ro-bind", str(self._job), "/job", *hide, "--chdir", "/tmp",
                 "--", python, "-I", "/job/worker.py", str(fd)]
 
@@ -238,6 +246,7 @@ class Worker:
                 break
             time.sleep(0.02)
         self.proc.wait()
+        self._wait_for_namespace()
         for stream in (self.proc.stdin,):
             try:
                 stream.close()
@@ -255,6 +264,21 @@ class Worker:
                 pass
         shutil.rmtree(self._job, ignore_errors=True)
 
+    def _wait_for_namespace(self, timeout: float = 10.0) -> None:
+        """Kill the sandbox's PID 1 and wait until it has exited, which the kernel allows only once every other
+        process of its PID namespace has been killed and reaped. Without this wait, a detached process of the
+        submission could still be alive for a moment after the grader returned its report (bwrap itself, the
+        process we started, dies first; the namespace is emptied asynchronously)."""
+        if self._ns_init is None:
+            return
+        try:
+            signal.pidfd_send_signal(self._ns_init, signal.SIGKILL)
+        except OSError:
+            pass  # already gone
+        select.select([self._ns_init], [], [], timeout)  # readable once PID 1 has exited
+        os.close(self._ns_init)
+        self._ns_init = None
+
     def _cgroup_pids(self) -> list[int]:
         if self._cgroup is None:
             return []
@@ -262,6 +286,25 @@ class Worker:
             return [int(p) for p in (self._cgroup / "cgroup.procs").read_text().split()]
         except (OSError, ValueError):
             return []
+
+
+def _namespace_init(info: int, timeout: float = 30.0) -> int | None:
+    """A pidfd for the sandbox's PID 1, read from bwrap's --info-fd ({"child-pid": N}); None if unavailable."""
+    data = b""
+    deadline = time.monotonic() + timeout
+    try:
+        while b"}" not in data and time.monotonic() < deadline:
+            ready, _, _ = select.select([info], [], [], max(0.0, deadline - time.monotonic()))
+            chunk = os.read(info, 4096) if ready else b""
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        os.close(info)
+    try:
+        return os.pidfd_open(int(json.loads(data)["child-pid"]))
+    except (ValueError, KeyError, TypeError, OSError, AttributeError):
+        return None  # bwrap failed to start (reported elsewhere), or an old kernel: close() still kills what it can
 
 
 def _limit_child(memory_mb: int, cpu_seconds: int, cgroup: Path | None) -> None:
