@@ -19,3 +19,18 @@ def test_the_book_ships_mathjax(book_build):
     assert (html / "_static" / "mathjax" / "tex-mml-svg.js").is_file()
     page = (html / "solutions" / "05_self_attention.html").read_text(encoding="utf-8")
     assert "_static/mathjax/tex-mml-svg.js" in page and "cdn.jsdelivr.net" not in page
+
+
+def test_every_citation_names_one_work(book_build):
+    # Two entries that would read the same in the text ("Cho et al., 2014") carry a letter in their year, and the
+    # built chapter shows it: a reader can tell which of the two works a citation means.
+    from collections import Counter
+
+    from conftest import ROOT
+    from transformer_course.citations import load
+
+    texts = Counter(load(ROOT / "book" / "references.bib").values())
+    assert [t for t, n in texts.items() if n > 1] == []
+    run, html = book_build
+    page = (html / "solutions" / "03_encoder_decoder.html").read_text(encoding="utf-8")
+    assert "2014a" in page and "2014b" in page

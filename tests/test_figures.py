@@ -14,7 +14,7 @@ import pytest
 
 from conftest import ROOT
 
-ALT_TEXT_CHAPTERS = ("01", "02", "05", "06", "07", "08", "09")
+ALT_TEXT_CHAPTERS = ("01", "02", "03", "04", "05", "06", "07", "08", "09")
 MIN_WORDS = 12  # a sentence that says what the figure shows, not a label
 
 

@@ -336,3 +336,47 @@ def test_missing_sandbox_is_a_clear_warning_or_error(course_root, monkeypatch):
     assert mode == "process" and "WARNING" in warning
     report = grade_notebook(course_root / "notebooks" / CHAPTER, course_root, isolation="auto")
     assert "WARNING" in report.markdown() and report.score == 0
+
+
+@needs_bwrap
+def test_killing_the_grader_ends_its_sandbox(tmp_path):
+    # The grader itself killed (an instructor's Ctrl-C escalated, an out-of-memory kill, a CI job cancelled): the
+    # sandbox and every process the submission started in it die with it (--die-with-parent and the PID namespace).
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    token = TOKEN + "-orphan"
+    script = (
+        "import sys\n"
+        "from transformer_course.grading import sandbox\n"
+        "w = sandbox.Worker('bwrap')\n"
+        "assert w.wait_ready(60)\n"
+        "source = ('import subprocess\\n'\n"
+        f"          \"subprocess.Popen(['sh', '-c', 'sleep 600; echo {token}'], start_new_session=True)\\n\")\n"
+        "w.request({'op': 'exec', 'source': source, 'label': 'detach', 'timeout': 20}, 20)\n"
+        "print('started', flush=True)\n"
+        "import time; time.sleep(600)\n"
+    )
+    grader = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert grader.stdout.readline().strip() == "started"
+        alive = lambda: [p for p in os.listdir("/proc") if p.isdigit() and _cmdline_has(p, token)]  # noqa: E731
+        assert alive(), "the submission's detached process did not start"
+        grader.send_signal(signal.SIGKILL)
+        grader.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while alive() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert alive() == []
+    finally:
+        grader.kill()
+        grader.wait()
+
+
+def _cmdline_has(pid: str, token: str) -> bool:
+    try:
+        return token.encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False

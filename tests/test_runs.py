@@ -1,5 +1,6 @@
-"""The recorded training runs that chapter 8 draws (src/transformer_course/runs/*.json) are complete and
-consistent: each says how it was made, and its curve is a curve of that run."""
+"""The recorded training runs that chapters 8 and 9 draw (src/transformer_course/runs/*.json, and the reference
+models' runs in src/transformer_course/reference/) are complete and consistent: each says how it was made, and
+its curve is a curve of that run."""
 
 import json
 from importlib.resources import files
@@ -10,12 +11,15 @@ from transformer_course.train import _parser, configuration
 
 
 def _load(name: str) -> dict:
-    return json.loads(files("transformer_course.runs").joinpath(name).read_text())
+    package, _, file = name.rpartition("/")
+    return json.loads(files(f"transformer_course.{package or 'runs'}").joinpath(file).read_text())
 
 
 # Training runs of the command-line trainer; the folder also holds benchmark results, which have no curve.
 RUNS = sorted(p.name for p in files("transformer_course.runs").iterdir()
               if p.name.endswith(".json") and "curve" in _load(p.name))
+RUNS += sorted(f"reference/{p.name}" for p in files("transformer_course.reference").iterdir()
+               if p.name.endswith("-ref.json"))
 
 
 def test_the_chapter_8_runs_are_there():

@@ -142,9 +142,20 @@ def test_two_processes_under_torchrun_keep_identical_parameters(tmp_path):
     single = tmp_path / "single.json"
     done = subprocess.run([sys.executable, "-m", "transformer_course.train", "--config", "transformer-tiny", "--data",
                            "copy", "--steps", "6", "--device", "cpu", "--threads", "1", "--no-progress", "--out",
-                           str(single)], env=env, capture_output=True, text=True, timeout=240)
+                           str(single), "--save", str(tmp_path / "w.pt")], env=env, capture_output=True, text=True,
+                          timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert json.loads(single.read_text())["parameter_digests"][0] != digests[0]
+    result = json.loads(single.read_text())
+    assert result["parameter_digests"][0] != digests[0]
+    # --save: the final weights, a plain state dict, loadable with weights_only and recorded by their digest
+    import hashlib
+
+    from transformer_course.train import parameter_digest
+
+    assert result["weights_sha256"] == hashlib.sha256((tmp_path / "w.pt").read_bytes()).hexdigest()
+    model = build_model(CONFIGS["transformer-tiny"], 14)  # the digit vocabulary
+    model.load_state_dict(torch.load(tmp_path / "w.pt", weights_only=True))
+    assert parameter_digest(model) == result["parameter_digests"][0]
 
 
 def test_set_overrides_keys_of_the_configuration_and_refuses_unknown_ones():

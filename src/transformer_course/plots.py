@@ -16,8 +16,10 @@ def attention_heatmap(
     title: str | None = None,
     annotate: bool = True,
     cmap: str = "viridis",
+    colorbar: bool = True,
 ) -> plt.Axes:
-    """Draw a (T_q, T_k) matrix of attention weights: row i is what query i attends to."""
+    """Draw a (T_q, T_k) matrix of attention weights: row i is what query i attends to. Without ``colorbar``
+    (grids of many maps, which share the scale 0 to 1) no colour bar is drawn beside it."""
     w = torch.as_tensor(weights).detach().cpu().double()
     if w.dim() != 2:
         raise ValueError(f"attention_heatmap draws one (T_q, T_k) matrix, got shape {tuple(w.shape)}")
@@ -35,7 +37,8 @@ def attention_heatmap(
                 ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=8, color="white" if value < 0.6 else "black")
     if title:
         ax.set_title(title)
-    plt.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    if colorbar:
+        plt.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
     return ax
 
 

@@ -63,6 +63,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--checkpoint", type=Path, help="save here at the end, and resume from here if it exists")
     p.add_argument("--out", type=Path, help="write the run (curve, score, configuration, machine) as JSON here")
+    p.add_argument("--save", type=Path,
+                   help="write the final weights here: a state dict for torch.load(..., weights_only=True)")
     p.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
     p.add_argument("--no-test", action="store_true",
                    help="do not decode the test set at the end (tuning runs: they read validation BLEU only)")
@@ -195,6 +197,10 @@ def main(argv: list[str] | None = None) -> int:
         test = f", test {test_score:.2f}" if test_score is not None else ""
         print(f"{result['metric']} {result['score']:.2f} ({result['curve_on']}{test}) after {history['step']} steps, "
               f"{history['seconds']:.0f} s of training on {world} x {device}", flush=True)
+        if args.save:
+            args.save.parent.mkdir(parents=True, exist_ok=True)
+            torch.save({k: v.detach().cpu() for k, v in core.state_dict().items()}, args.save)
+            result["weights_sha256"] = hashlib.sha256(args.save.read_bytes()).hexdigest()
         if args.out:
             args.out.parent.mkdir(parents=True, exist_ok=True)
             args.out.write_text(json.dumps(result, indent=1) + "\n")

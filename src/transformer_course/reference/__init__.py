@@ -1,0 +1,78 @@
+"""The course's reference models: a Transformer and a GRU with attention, each trained once for 60 minutes on two
+CPU cores by the command-line trainer, stored here with their weights, and studied in chapters 8 and 9.
+
+For each name (``transformer-ref``, ``bahdanau-ref``, configurations of ``transformer_course.configs``) this folder
+holds three files:
+
+``NAME.json``         the trainer's run: its command, configuration, machine, validation BLEU every 5 minutes, and
+                      the test BLEU decoded once at the end;
+``NAME.pt``           the final weights, a state dict of tensors (``torch.load(..., weights_only=True)``);
+``NAME-sample.json``  the greedy translations of a fixed sample of the test set (every 150th sentence), decoded
+                      from the stored weights: the test suite decodes them again and must find them to the token.
+
+    python -m transformer_course.reference bleu transformer-ref     # re-decode the whole test set, compare its BLEU
+    python -m transformer_course.reference sample transformer-ref   # (re)write the sample file from the weights
+
+They are loaded, never trained, by the notebooks and by CI: training one is an hour of two cores.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import torch
+from torch import nn
+
+__all__ = ["NAMES", "load_reference", "reference_run", "sample_sources", "sample_translations"]
+
+HERE = Path(__file__).parent
+NAMES = ("transformer-ref", "bahdanau-ref")
+SAMPLE_EVERY = 150  # the sample: every 150th test sentence (40 of them, short to long), decoded as one batch
+
+
+def _path(name: str, suffix: str) -> Path:
+    if name not in NAMES:
+        raise ValueError(f"unknown reference model {name!r}: expected one of {', '.join(NAMES)}")
+    return HERE / f"{name}{suffix}"
+
+
+def reference_run(name: str) -> dict:
+    """The stored run of a reference model: command, configuration, curve, scores."""
+    return json.loads(_path(name, ".json").read_text())
+
+
+def load_reference(name: str, data=None) -> tuple[nn.Module, object, dict]:
+    """(model in eval mode on the CPU, its TranslationData, its run), from the stored files.
+
+    The weights are checked against the digest that the trainer recorded, so a damaged or swapped file is refused
+    here rather than translating badly."""
+    from ..translation import VOCAB_SIZE, build_model, load_data
+
+    run = reference_run(name)
+    path = _path(name, ".pt")
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: the reference weights are part of the repository (git checkout)")
+    blob = path.read_bytes()
+    if hashlib.sha256(blob).hexdigest() != run["weights_sha256"]:
+        raise ValueError(f"{path} is not the file the trainer wrote (its SHA-256 differs from {name}.json's)")
+    settings = run["settings"]
+    if data is None:
+        data = load_data(settings["max_tokens"], 0, settings.get("vocab", VOCAB_SIZE))
+    model = build_model(settings, len(data.tokenizer))
+    model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+    return model.eval(), data, run
+
+
+def sample_sources(data) -> list[str]:
+    """The English sentences of the sample: every SAMPLE_EVERY-th test sentence."""
+    return data.test_sources[::SAMPLE_EVERY]
+
+
+def sample_translations(model: nn.Module, data) -> list[str]:
+    """Greedy translations of the sample's sentences, decoded as one batch."""
+    from ..translation import greedy_translations
+
+    with torch.no_grad():
+        return greedy_translations(model, data, data.test_ids[::SAMPLE_EVERY])

@@ -1,0 +1,49 @@
+"""python -m transformer_course.reference {bleu,sample} NAME: see the package's docstring."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import torch
+
+from . import NAMES, SAMPLE_EVERY, _path, load_reference, sample_sources, sample_translations
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m transformer_course.reference",
+                                description="Check or refresh what is stored with a reference model.")
+    p.add_argument("what", choices=["bleu", "sample"],
+                   help="bleu: decode the whole test set again and compare with the stored BLEU; "
+                        "sample: write NAME-sample.json from the stored weights")
+    p.add_argument("name", choices=NAMES)
+    p.add_argument("--threads", type=int, default=2, help="CPU threads (default 2, the course's budget)")
+    args = p.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    model, data, run = load_reference(args.name)
+    if args.what == "sample":
+        translations = sample_translations(model, data)
+        record = {"name": args.name, "command": f"python -m transformer_course.reference sample {args.name}",
+                  "test_sentences": f"every {SAMPLE_EVERY}th of the test set, decoded greedily as one batch",
+                  "weights_sha256": run["weights_sha256"], "torch": torch.__version__,
+                  "sources": sample_sources(data), "translations": translations}
+        _path(args.name, "-sample.json").write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+        print(f"wrote {_path(args.name, '-sample.json')}")
+        return 0
+    from ..metrics import corpus_bleu
+    from ..translation import greedy_translations
+
+    start = time.perf_counter()
+    with torch.no_grad():
+        hypotheses = greedy_translations(model, data)
+    bleu = corpus_bleu(hypotheses, data.test_references)
+    same = round(bleu, 2) == round(run["test_score"], 2)
+    print(f"{args.name}: greedy test BLEU {bleu:.2f} on {len(hypotheses):,} sentences "
+          f"({time.perf_counter() - start:.0f} s); stored {run['test_score']:.2f}: {'the same' if same else 'DIFFERENT'}")
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

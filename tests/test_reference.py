@@ -1,0 +1,50 @@
+"""The stored reference models (src/transformer_course/reference/): complete, loadable only as written, and their
+stored translations reproduce from their weights, to the token."""
+
+import json
+import shutil
+
+import pytest
+import torch
+
+from transformer_course import reference
+from transformer_course.reference import NAMES, load_reference, reference_run, sample_sources, sample_translations
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_files_are_there_and_small_enough(name):
+    for suffix in (".json", ".pt", "-sample.json"):
+        assert (reference.HERE / f"{name}{suffix}").is_file(), suffix
+    assert (reference.HERE / f"{name}.pt").stat().st_size < 25 * 2**20  # the issue's limit per file
+    run = reference_run(name)
+    assert run["config"] == name and run["curve_on"] == "valid" and run["test_score"] is not None
+    # validation every 5 minutes of the hour: 12 points, evenly spaced in steps, the last one the final model
+    steps = [p["step"] for p in run["curve"]]
+    assert len(steps) == 12 and steps[-1] == run["steps"] and len({b - a for a, b in zip([0] + steps, steps)}) == 1
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_stored_translations_reproduce_from_the_stored_weights(name):
+    torch.set_num_threads(2)
+    model, data, run = load_reference(name)
+    assert sum(p.numel() for p in model.parameters()) == run["parameters"]
+    stored = json.loads((reference.HERE / f"{name}-sample.json").read_text())
+    assert stored["weights_sha256"] == run["weights_sha256"]
+    assert stored["sources"] == sample_sources(data) and len(stored["sources"]) == 40
+    assert sample_translations(model, data) == stored["translations"]
+
+
+def test_a_damaged_or_unknown_model_is_refused_clearly(tmp_path, monkeypatch):
+    with pytest.raises(ValueError, match="unknown reference model 'transformer-big'"):
+        reference_run("transformer-big")
+    for suffix in (".json", ".pt"):
+        shutil.copy(reference.HERE / f"transformer-ref{suffix}", tmp_path / f"transformer-ref{suffix}")
+    blob = bytearray((tmp_path / "transformer-ref.pt").read_bytes())
+    blob[-100] ^= 1  # one bit of one weight
+    (tmp_path / "transformer-ref.pt").write_bytes(bytes(blob))
+    monkeypatch.setattr(reference, "HERE", tmp_path)
+    with pytest.raises(ValueError, match="not the file the trainer wrote"):
+        load_reference("transformer-ref")
+    (tmp_path / "transformer-ref.pt").unlink()
+    with pytest.raises(FileNotFoundError, match="reference weights are part of the repository"):
+        load_reference("transformer-ref")
