@@ -29,8 +29,9 @@ CONFIGS: dict[str, dict] = {
                         "n_decoder_layers": 2, "d_ff": 768, "dropout": 0.0, "norm_first": True,
                         "tie_embeddings": True, "max_tokens": 600, "peak_lr": 2e-3, "warmup": 150, "seconds": 300},
     # The reference models of chapters 8 and 9, trained once for 60 minutes on 2 cores and stored with their weights
-    # (src/transformer_course/reference/): an hour sees the training pairs about ten times, so these are wider than
-    # the 5-minute ones and the Transformer keeps dropout; each is sized to store in under 25 MB.
+    # (src/transformer_course/reference/): an hour sees the training pairs about nine (Transformer) and eleven (GRU)
+    # times, so these are wider than the 5-minute ones and the Transformer keeps dropout; each is sized to store in
+    # under 25 MB. Chosen by that reasoning, not swept (book/instructor.md, "The reference models").
     "transformer-ref": {"model": "transformer", "d_model": 256, "n_heads": 4, "n_encoder_layers": 2,
                         "n_decoder_layers": 2, "d_ff": 1024, "dropout": 0.1, "norm_first": True,
                         "tie_embeddings": True, "max_tokens": 1000, "peak_lr": 1.5e-3, "warmup": 400, "seconds": 3600},
