@@ -40,7 +40,7 @@ MAX_ANSWER = 32 * 1024 * 1024  # bytes of one answer on the channel
 MAX_PROCESSES = 64
 GRACE = 5.0  # seconds past a command's own time limit before the worker counts as hung
 _HERE = Path(__file__).parent
-_PIDS_CGROUP = Path("/nonexistent/pids")
+_PIDS_CGROUP = Path("/sys/fs/cgroup/pids")
 _bwrap_works: bool | None = None
 
 
