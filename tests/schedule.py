@@ -69,11 +69,13 @@ def _runs(path: Path) -> int:
 
 @cache
 def _models(path: Path) -> frozenset[str]:
-    """The translation configurations whose name the notebook's code that runs mentions (it trains or loads them)."""
+    """The translation configurations whose name the notebook's code that runs mentions (it trains them or loads
+    them from the model cache); the reference models are neither: their weights are files of the repository."""
     from transformer_course.configs import CONFIGS
+    from transformer_course.reference import NAMES as STORED
 
     code = "\n".join(_code(path)[: _runs(path)])
-    return frozenset(name for name in CONFIGS if f'"{name}"' in code)
+    return frozenset(name for name in CONFIGS if f'"{name}"' in code and name not in STORED)
 
 
 def _notebook(item: pytest.Item) -> Path | None:

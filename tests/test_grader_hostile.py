@@ -9,6 +9,7 @@ out of reach, every process ended) need bubblewrap and are skipped, with the rea
 import csv
 import json
 import os
+import secrets
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,9 @@ from transformer_course.grading.submission import static_problem
 
 CHAPTER = "05_self_attention.ipynb"
 POINTS = full_points(5)
-TOKEN = "course-hostile-test-7c1e"  # in the command line of every process a hostile cell leaves behind
+# In the command line of every process a hostile cell leaves behind; drawn for each test session, so that a
+# session counts only its own processes, not those of another session grading at the same time on the machine.
+TOKEN = f"course-hostile-test-{secrets.token_hex(4)}"
 needs_bwrap = pytest.mark.skipif(not sandbox.bwrap_available(), reason="bubblewrap is not available here")
 
 _SDPA_BODY = (
