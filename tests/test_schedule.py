@@ -24,6 +24,9 @@ def test_every_model_a_notebook_uses_trains_first(course_root):
 def test_loaders_then_the_rest(course_root):
     key = lambda folder, name: _queue_key(_Item(course_root / folder / f"{name}.ipynb"))  # noqa: E731
     assert [key("solutions", n) for n in LOADERS] == [(LOADS, i) for i in range(len(LOADERS))]
-    assert key("solutions", "09_beam_search") < key("notebooks", "09_beam_search") < key("solutions", "05_self_attention")
+    assert key("solutions", "09_beam_search") < key("solutions", "05_self_attention")
+    # chapter 9's student version runs through its last self-check, which loads no cached model (the reference
+    # Transformer is a file of the repository), so it is free to run in any wave
     assert key("solutions", "05_self_attention") == key("notebooks", "03_encoder_decoder") == (FREE, 0)
+    assert key("notebooks", "09_beam_search") == (FREE, 0)
     assert _queue_key(_Item(course_root / "tests" / "test_rnn.py")) == (FREE, 0)
