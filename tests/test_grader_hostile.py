@@ -169,13 +169,13 @@ CRASHES = {
 }
 
 
-def _left_behind() -> list[str]:
-    """Processes with the test's token in their command line, and the grader's work folders."""
+def _left_behind(token: str = TOKEN) -> list[str]:
+    """Processes with the token (by default the session's) in their command line."""
     found = []
     for pid in os.listdir("/proc"):
         if pid.isdigit():
             try:
-                if TOKEN.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                if token.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
                     found.append(pid)
             except OSError:
                 pass
@@ -365,21 +365,13 @@ def test_killing_the_grader_ends_its_sandbox(tmp_path):
     grader = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     try:
         assert grader.stdout.readline().strip() == "started"
-        alive = lambda: [p for p in os.listdir("/proc") if p.isdigit() and _cmdline_has(p, token)]  # noqa: E731
-        assert alive(), "the submission's detached process did not start"
+        assert _left_behind(token), "the submission's detached process did not start"
         grader.send_signal(signal.SIGKILL)
         grader.wait(timeout=10)
         deadline = time.monotonic() + 10
-        while alive() and time.monotonic() < deadline:
+        while _left_behind(token) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert alive() == []
+        assert _left_behind(token) == []
     finally:
         grader.kill()
         grader.wait()
-
-
-def _cmdline_has(pid: str, token: str) -> bool:
-    try:
-        return token.encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False

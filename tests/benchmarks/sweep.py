@@ -42,8 +42,7 @@ def speed(spec_path: Path) -> None:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     import torch
 
-    from transformer_course.training import Settings, fit
-    from transformer_course.translation import VOCAB_SIZE, build_model, load_data
+    from steps_per_second import timed_steps  # this script's folder is on the path when it runs
 
     torch.set_num_threads(1)
     spec = json.loads(spec_path.read_text())
@@ -52,14 +51,7 @@ def speed(spec_path: Path) -> None:
     for name, trial in spec["trials"].items():
         if name in result:
             continue
-        cfg = _config(trial)
-        data = load_data(cfg["max_tokens"], vocab_size=cfg.get("vocab", VOCAB_SIZE))
-        fit(build_model(cfg, len(data.tokenizer)), data.train[:5], Settings(steps=3, peak_lr=1e-4, warmup=10),
-            progress=False)  # warm-up: the first steps allocate
-        model = build_model(cfg, len(data.tokenizer))
-        start = time.process_time()
-        history = fit(model, data.train, Settings(steps=30, peak_lr=cfg["peak_lr"], warmup=cfg["warmup"]), progress=False)
-        cpu = time.process_time() - start
+        history, _, cpu = timed_steps(_config(trial), 30, warmup=(5, 3))
         result[name] = {"steps_per_cpu_second": history["step"] / cpu, "tokens_per_cpu_second": history["tokens"] / cpu}
         print(name, result[name], flush=True)
         out.write_text(json.dumps(result, indent=1) + "\n")
