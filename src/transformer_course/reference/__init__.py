@@ -59,7 +59,8 @@ def load_reference(name: str, data=None) -> tuple[nn.Module, object, dict]:
         raise ValueError(f"{path} is not the file the trainer wrote (its SHA-256 differs from {name}.json's)")
     settings = run["settings"]
     if data is None:
-        data = load_data(settings["max_tokens"], 0, settings.get("vocab", VOCAB_SIZE))
+        # called as translation_experiment calls it, so that lru_cache serves both from one tokenisation
+        data = load_data(settings["max_tokens"], vocab_size=settings.get("vocab", VOCAB_SIZE))
     model = build_model(settings, len(data.tokenizer))
     model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
     return model.eval(), data, run
