@@ -21,11 +21,11 @@ JOBS ?= 2
 # Notebook kernels get the course's two threads (tests/schedule.py): notebooks are what a student runs.
 TEST_ENV := OMP_NUM_THREADS=1 NOTEBOOK_THREADS=2
 
-.PHONY: help venv sandbox book execute test test-fast test-notebooks test-book lab release grade classroom lock chromium clean
+.PHONY: help venv sandbox book execute test lint test-fast test-notebooks test-book lab release grade classroom lock chromium clean
 
 help:
 	@echo "make book      build the HTML book into _build/html (from the outputs stored in solutions/)"
-	@echo "make test      run every test: unit, reference agreement, grader, sync, nbval, book build"
+	@echo "make test      run every test: lint, unit, reference agreement, grader, sync, nbval, book build"
 	@echo "make lab       JupyterLab on the student notebooks"
 	@echo "make execute   re-execute every solution notebook and store its outputs"
 	@echo "make release   regenerate notebooks/ from solutions/"
@@ -51,10 +51,10 @@ book: $(STAMP)
 	@echo "Open _build/html/index.html"
 
 execute: $(STAMP)
-	$(BIN)/python -m transformer_course.grading.execute solutions/*.ipynb
+	$(BIN)/python -m transformer_course.authoring.execute solutions/*.ipynb
 
 release: $(STAMP)
-	$(BIN)/python -m transformer_course.grading.release
+	$(BIN)/python -m transformer_course.authoring.release
 
 # Notebooks under nbval: the solutions strictly (every output must reproduce), the student versions lax (every
 # cell must run). tests/schedule.py orders them so that the models train first, and keeps a notebook on one worker.
@@ -74,8 +74,12 @@ test-book: $(STAMP)
 
 # Unit tests (the book build among them: tests/test_book.py) and both sets of notebooks in one session, so that
 # two workers stay busy to the end.
-test: $(STAMP)
+test: lint
 	$(TEST_ENV) $(BIN)/python -m pytest -n $(JOBS) $(NBVAL) --durations=25 tests solutions notebooks
+
+# The linter (configuration in pyproject.toml): unused and undefined names, import order, whitespace.
+lint: $(STAMP)
+	$(BIN)/ruff check src tests
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks/

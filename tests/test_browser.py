@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import http.server
-import json
 import os
 import re
 import secrets

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from transformer_course.grading import sandbox
+from transformer_course.grading import isolation
 from transformer_course.grading.classroom import build
 
 
@@ -27,7 +27,7 @@ def test_classroom_repository_has_no_solutions(course_root, tmp_path):
         build(repo, course_root)
 
 
-@pytest.mark.skipif(not sandbox.bwrap_available(), reason="bubblewrap is not available here")
+@pytest.mark.skipif(not isolation.bwrap_available(), reason="bubblewrap is not available here")
 def test_classroom_grading_step_runs_as_the_workflow_does(course_root, tmp_path):
     repo = build(tmp_path / "classroom", course_root)
     shutil.copy(course_root / "solutions" / "05_self_attention.ipynb", repo / "notebooks")  # a solved notebook

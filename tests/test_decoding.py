@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from transformer_course import decoding as D
+from transformer_course import incremental
 from transformer_course.transformer import Transformer
 
 EOS = 2
@@ -114,7 +115,8 @@ def test_greedy_rows_that_wrote_eos_leave_the_batch(monkeypatch):
         model.out.bias[EOS] = 1.0  # so that the rows end at different steps
     src, mask = _batch(5)
     rows, step = [], D.decoder_step
-    monkeypatch.setattr(D, "decoder_step", lambda m, cache, tokens, *a: rows.append(len(tokens)) or step(m, cache, tokens, *a))
+    # greedy_decode lives with the cache (transformer_course.incremental) and calls its decoder_step there
+    monkeypatch.setattr(incremental, "decoder_step", lambda m, cache, tokens, *a: rows.append(len(tokens)) or step(m, cache, tokens, *a))
     tokens, weights = D.greedy_decode(model, src, mask, 10, with_weights=True)
     slow, slow_weights = model.generate(src, mask, 10, use_cache=False)  # every row to the end, then filled
     ends = [row.index(EOS) + 1 if EOS in row else 10 for row in tokens.tolist()]  # tokens written, <eos> included

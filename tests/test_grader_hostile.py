@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from gradertools import full_points, header, scores, with_cells
-from transformer_course.grading import registry, sandbox
+from gradertools import full_points, scores, with_cells
+from transformer_course.grading import isolation, registry, sandbox
 from transformer_course.grading.cli import csv_cell, main
 from transformer_course.grading.grader import Report, grade_notebook
 from transformer_course.grading.grader import TestResult as Result
@@ -26,7 +26,7 @@ POINTS = full_points(5)
 # In the command line of every process a hostile cell leaves behind; drawn for each test session, so that a
 # session counts only its own processes, not those of another session grading at the same time on the machine.
 TOKEN = f"course-hostile-test-{secrets.token_hex(4)}"
-needs_bwrap = pytest.mark.skipif(not sandbox.bwrap_available(), reason="bubblewrap is not available here")
+needs_bwrap = pytest.mark.skipif(not isolation.bwrap_available(), reason="bubblewrap is not available here")
 
 _SDPA_BODY = (
     "    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])\n"
@@ -190,7 +190,7 @@ def _work_folders() -> set[str]:
 @pytest.fixture(scope="module")
 def graded(course_root, tmp_path_factory):
     """Each submission above, graded once in the bwrap sandbox; and what was left behind after each."""
-    if not sandbox.bwrap_available():
+    if not isolation.bwrap_available():
         pytest.skip("bubblewrap is not available here")
     tmp = tmp_path_factory.mktemp("hostile")
     solution = course_root / "solutions" / CHAPTER
@@ -332,10 +332,10 @@ def test_command_line_on_a_hostile_folder(course_root, tmp_path, capsys):
 
 
 def test_missing_sandbox_is_a_clear_warning_or_error(course_root, monkeypatch):
-    monkeypatch.setattr(sandbox, "_bwrap_works", False)
-    with pytest.raises(sandbox.IsolationError, match="bubblewrap"):
-        sandbox.resolve("bwrap")
-    mode, warning = sandbox.resolve("auto")
+    monkeypatch.setattr(isolation, "_bwrap_works", False)
+    with pytest.raises(isolation.IsolationError, match="bubblewrap"):
+        isolation.resolve("bwrap")
+    mode, warning = isolation.resolve("auto")
     assert mode == "process" and "WARNING" in warning
     report = grade_notebook(course_root / "notebooks" / CHAPTER, course_root, isolation="auto")
     assert "WARNING" in report.markdown() and report.score == 0

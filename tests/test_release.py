@@ -5,8 +5,8 @@ import json
 import nbformat
 import pytest
 
+from transformer_course.authoring.release import make_student, release, render
 from transformer_course.grading.cells import MarkerError, blank_solution, exercise_id
-from transformer_course.grading.release import make_student, release, render
 
 
 def test_notebooks_are_in_sync_with_solutions(course_root):

@@ -8,9 +8,8 @@ import torch
 
 from transformer_course import attention as ref
 from transformer_course.grading import check, registry
-from transformer_course.grading.selfcheck import evaluate
-
 from transformer_course.grading.codec import encode
+from transformer_course.grading.selfcheck import evaluate
 
 EXERCISES = [e.id for chapter in sorted(registry.CHAPTER_MODULES) for e in registry.chapter_exercises(chapter)]
 

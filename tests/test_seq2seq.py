@@ -1,10 +1,9 @@
+import pytest
 import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
-import pytest
-
-from transformer_course import bahdanau, seq2seq
+from transformer_course import bahdanau, model_cache, seq2seq, toy_experiments
 from transformer_course.data import make_batch
 
 
@@ -60,12 +59,12 @@ def test_training_reduces_the_loss_and_the_cache_answers(tmp_path, monkeypatch):
     batch = make_batch([[4, 5, 6, 7], [7, 6, 5]], [[4, 5, 6, 7], [7, 6, 5]], 0, 2)
 
     def fit(model):
-        return seq2seq.train(model, [batch], steps=60, lr=1e-2)
+        return toy_experiments.train_toy(model, [batch], steps=60, lr=1e-2)
 
     build = lambda: seq2seq.Seq2Seq(8, 8, 8, 16)  # noqa: E731
-    model, history, loaded = seq2seq.cached_training("toy", {"steps": 60}, "two pairs", build, fit)
+    model, history, loaded = model_cache.cached_training("toy", {"steps": 60}, "two pairs", build, fit, (seq2seq,))
     assert not loaded and history["loss"][-1] < 0.2 * history["loss"][0]
-    again, history2, loaded2 = seq2seq.cached_training("toy", {"steps": 60}, "two pairs", build, fit)
+    again, history2, loaded2 = model_cache.cached_training("toy", {"steps": 60}, "two pairs", build, fit, (seq2seq,))
     assert loaded2 and history2 == history
     assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), again.state_dict().values()))
     tokens, _ = model.generate(batch.src, batch.src_mask, 5)

@@ -10,9 +10,22 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from transformer_course.seq2seq import shift_right
-from transformer_course.transformer import Attention, DecoderLayer, EncoderLayer, Packing, Transformer, decoder_inputs
-from transformer_course.transformer_torch import TorchTransformer, copy_from_torch, copy_to_torch, parameter_names, to_torch
+from transformer_course.data.batching import shift_right
+from transformer_course.transformer import (
+    DecoderLayer,
+    EncoderLayer,
+    PackedMultiHeadAttention,
+    Packing,
+    Transformer,
+    decoder_inputs,
+)
+from transformer_course.transformer_torch import (
+    TorchTransformer,
+    copy_from_torch,
+    copy_to_torch,
+    parameter_names,
+    to_torch,
+)
 
 PAD, BOS, EOS = 0, 1, 2
 SRC_V, TGT_V = 13, 17
@@ -258,7 +271,7 @@ def test_cross_attention_takes_queries_from_the_decoder():
 
 
 def test_fused_projection_equals_three_separate_ones():
-    attn = Attention(16, 4).double()
+    attn = PackedMultiHeadAttention(16, 4).double()
     x = torch.randn(2, 5, 16, dtype=torch.float64)
     q, k, v = attn.project_qkv(x)
     assert torch.allclose(q, attn.project_q(x), atol=1e-12) and torch.allclose(k, attn.project_kv(x)[0], atol=1e-12)

@@ -13,6 +13,8 @@ import math
 import torch
 from torch import Tensor, nn
 
+from ._checks import positive_int, require_tensor
+
 __all__ = [
     "attention_scores",
     "causal_mask",
@@ -22,21 +24,13 @@ __all__ = [
 ]
 
 
-def _require_tensor(name: str, x: object, min_dim: int) -> Tensor:
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
-    if x.dim() < min_dim:
-        raise ValueError(f"{name} must have at least {min_dim} dimensions, got shape {tuple(x.shape)}")
-    return x
-
-
 def attention_scores(q: Tensor, k: Tensor) -> Tensor:
     """Scaled scores ``q @ k^T / sqrt(d_k)``.
 
     q: (..., T_q, d_k), k: (..., T_k, d_k) -> (..., T_q, T_k)
     """
-    _require_tensor("q", q, 2)
-    _require_tensor("k", k, 2)
+    require_tensor("q", q, min_dim=2)
+    require_tensor("k", k, min_dim=2)
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(
             f"queries and keys must have the same last dimension d_k, got q {tuple(q.shape)} and k {tuple(k.shape)}"
@@ -47,8 +41,7 @@ def attention_scores(q: Tensor, k: Tensor) -> Tensor:
 
 def causal_mask(t: int, device: torch.device | str | None = None) -> Tensor:
     """(t, t) boolean mask, True on and below the diagonal: position i may attend to j <= i."""
-    if isinstance(t, bool) or not isinstance(t, int) or t < 1:
-        raise ValueError(f"the sequence length must be a positive int, got {t!r}")
+    positive_int("the sequence length", t)
     return torch.ones(t, t, dtype=torch.bool, device=device).tril()
 
 
@@ -58,7 +51,7 @@ def padding_mask(lengths: Tensor, t: int) -> Tensor:
     lengths: (B,) integers in [1, t] -> (B, 1, t) boolean, True at the real (non-padding) keys.
     The middle dimension lets it broadcast over the query axis of scores (B, T_q, t).
     """
-    _require_tensor("lengths", lengths, 1)
+    require_tensor("lengths", lengths, min_dim=1)
     if lengths.dim() != 1 or lengths.dtype.is_floating_point or lengths.dtype == torch.bool:
         raise ValueError(f"lengths must be a 1-D integer tensor, got {lengths.dtype} of shape {tuple(lengths.shape)}")
     if len(lengths) and (int(lengths.min()) < 1 or int(lengths.max()) > t):
@@ -78,12 +71,12 @@ def scaled_dot_product_attention(
     A query whose keys are all masked has no distribution to take: its row of weights is NaN,
     exactly as in torch.nn.functional.scaled_dot_product_attention.
     """
-    _require_tensor("v", v, 2)
+    require_tensor("v", v, min_dim=2)
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(f"keys and values must have the same length T_k, got k {tuple(k.shape)} and v {tuple(v.shape)}")
     scores = attention_scores(q, k)  # (..., T_q, T_k)
     if mask is not None:
-        _require_tensor("mask", mask, 1)
+        require_tensor("mask", mask, min_dim=1)
         if mask.dtype != torch.bool:
             raise TypeError(f"mask must be a boolean tensor (True = may attend), got {mask.dtype}")
         try:

@@ -17,7 +17,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .seq2seq import Encoder, shift_right
+from .data.batching import shift_right
+from .seq2seq import Encoder
 
 __all__ = [
     "AttentionDecoderStep",

@@ -37,7 +37,7 @@ CONFIGS: dict[str, dict] = {
                         "tie_embeddings": True, "max_tokens": 1000, "peak_lr": 1.5e-3, "warmup": 400, "seconds": 3600},
     "bahdanau-ref": {"model": "bahdanau", "d_emb": 256, "d_hidden": 256, "d_att": 256, "d_readout": 256,
                      "tie": True, "max_tokens": 1000, "peak_lr": 3e-3, "warmup": 200, "seconds": 3600},
-    # The issue's reference configuration (3 + 3 layers); on a GPU, bigger batches and more steps.
+    # For a GPU: the 3 + 3 layers of a larger model, bigger batches, and a budget in steps rather than seconds.
     "transformer-gpu": {"model": "transformer", "d_model": 256, "n_heads": 4, "n_encoder_layers": 3,
                         "n_decoder_layers": 3, "d_ff": 1024, "dropout": 0.1, "norm_first": True,
                         "tie_embeddings": True, "max_tokens": 6000, "peak_lr": 1e-3, "warmup": 400, "steps": 4000},

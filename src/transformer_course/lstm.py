@@ -16,7 +16,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .rnn import StackedRecurrent, _require_tensor, affine, check_cell_inputs, check_initial_state
+from ._checks import require_tensor
+from .rnn import StackedRecurrent, affine, check_cell_inputs, check_initial_state
 
 __all__ = ["lstm_gates", "lstm_cell", "lstm_layer", "LSTM", "GATES"]
 
@@ -40,8 +41,8 @@ def _require_state(state: object) -> tuple[Tensor, Tensor]:
     if not isinstance(state, (tuple, list)) or len(state) != 2:
         raise TypeError(f"the state must be a pair (h, c), got {type(state).__name__}")
     h, c = state
-    _require_tensor("h", h, 2)
-    _require_tensor("c", c, 2)
+    require_tensor("h", h, dim=2)
+    require_tensor("c", c, dim=2)
     if h.shape != c.shape:
         raise ValueError(f"h and c must have the same shape, got h {tuple(h.shape)} and c {tuple(c.shape)}")
     return h, c
@@ -67,11 +68,11 @@ def lstm_layer(x: Tensor, state: tuple[Tensor, Tensor] | None, w_ih: Tensor, w_h
     x: (B, T, D), state: (h0, c0), each (B, H), or None for zeros
     -> outputs (B, T, H), the hidden states h_1 .. h_T, and the last state (h_T, c_T), each (B, H)
     """
-    _require_tensor("x", x, 3)
+    require_tensor("x", x, dim=3)
     batch, steps, _ = x.shape
     if steps == 0:
         raise ValueError(f"x must hold at least one time step, got shape {tuple(x.shape)}")
-    _require_tensor("w_hh", w_hh, 2)
+    require_tensor("w_hh", w_hh, dim=2)
     if state is None:
         zeros = x.new_zeros(batch, w_hh.shape[1])
         state = (zeros, zeros)

@@ -17,16 +17,16 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from .attention import _require_tensor, scaled_dot_product_attention
+from ._checks import positive_int, require_tensor
+from .attention import scaled_dot_product_attention
 
 __all__ = ["split_heads", "merge_heads", "MultiHeadAttention", "to_torch", "from_torch", "torch_masks"]
 
 
 def split_heads(x: Tensor, n_heads: int) -> Tensor:
     """(..., T, d_model) -> (..., h, T, d_k): head i gets the features i*d_k to (i+1)*d_k - 1 of every position."""
-    _require_tensor("x", x, 2)
-    if isinstance(n_heads, bool) or not isinstance(n_heads, int) or n_heads < 1:
-        raise ValueError(f"the number of heads must be a positive int, got {n_heads!r}")
+    require_tensor("x", x, min_dim=2)
+    positive_int("the number of heads", n_heads)
     if x.shape[-1] % n_heads:
         raise ValueError(f"the last dimension {x.shape[-1]} of x (d_model) is not divisible by n_heads={n_heads}")
     return x.unflatten(-1, (n_heads, x.shape[-1] // n_heads)).transpose(-3, -2)  # (..., T, h, d_k) -> (..., h, T, d_k)
@@ -34,7 +34,7 @@ def split_heads(x: Tensor, n_heads: int) -> Tensor:
 
 def merge_heads(x: Tensor) -> Tensor:
     """(..., h, T, d_k) -> (..., T, h * d_k): the heads' outputs concatenated side by side, head 0 first."""
-    _require_tensor("x", x, 3)
+    require_tensor("x", x, min_dim=3)
     return x.transpose(-3, -2).flatten(-2)  # (..., T, h, d_k) -> (..., T, h * d_k)
 
 
@@ -42,7 +42,7 @@ def _head_mask(mask: Tensor | None) -> Tensor | None:
     """Give a mask of up to 3 dimensions a head axis, so that it is the same for every head."""
     if mask is None:
         return None
-    _require_tensor("mask", mask, 1)
+    require_tensor("mask", mask, min_dim=1)
     if mask.dim() > 4:
         raise ValueError(f"a mask has at most 4 dimensions (B, h, T_q, T_k), got shape {tuple(mask.shape)}")
     return mask.unsqueeze(-3) if mask.dim() == 3 else mask  # (B, T_q, T_k) -> (B, 1, T_q, T_k)
@@ -59,8 +59,7 @@ class MultiHeadAttention(nn.Module):
     def __init__(self, d_model: int, n_heads: int, bias: bool = True) -> None:
         super().__init__()
         for name, value in (("d_model", d_model), ("n_heads", n_heads)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+            positive_int(name, value)
         if d_model % n_heads:
             raise ValueError(f"d_model={d_model} must be divisible by n_heads={n_heads}: each head gets d_model / n_heads dimensions")
         self.d_model, self.n_heads, self.d_k = d_model, n_heads, d_model // n_heads
@@ -72,7 +71,7 @@ class MultiHeadAttention(nn.Module):
 
     def forward(self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
         for name, x in (("query", query), ("key", key), ("value", value)):
-            _require_tensor(name, x, 2)
+            require_tensor(name, x, min_dim=2)
             if x.shape[-1] != self.d_model:
                 raise ValueError(f"{name} must have last dimension d_model={self.d_model}, got shape {tuple(x.shape)}")
         q = split_heads(self.w_q(query), self.n_heads)  # (B, h, T_q, d_k)
@@ -127,7 +126,7 @@ def torch_masks(key_padding: Tensor | None = None, attn: Tensor | None = None) -
     for name, mask, dims in (("key_padding_mask", key_padding, (2, 3)), ("attn_mask", attn, (2,))):
         if mask is None:
             continue
-        _require_tensor(name, mask, 1)
+        require_tensor(name, mask, min_dim=1)
         if mask.dtype != torch.bool or mask.dim() not in dims:
             raise ValueError(f"{name} must be a boolean tensor with {' or '.join(map(str, dims))} dimensions, got {mask.dtype} {tuple(mask.shape)}")
         if name == "key_padding_mask" and mask.dim() == 3:

@@ -16,19 +16,15 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from ._checks import positive_int
+
 __all__ = ["frequencies", "sinusoidal_encoding", "shift_matrix", "PositionalEncoding", "LearnedPositionalEmbedding"]
 
 BASE = 10_000.0
 
 
-def _positive_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return value
-
-
 def _even_d_model(d_model: object) -> int:
-    _positive_int("d_model", d_model)
+    positive_int("d_model", d_model)
     if d_model % 2:
         raise ValueError(f"d_model must be even (sines and cosines come in pairs), got {d_model}")
     return d_model
@@ -52,7 +48,7 @@ def sinusoidal_encoding(
     interleaved=False (the concatenated variant): the d_model / 2 sines, then the d_model / 2 cosines.
     Computed in float64, returned in ``dtype`` (default: torch's default dtype).
     """
-    _positive_int("n_positions", n_positions)
+    positive_int("n_positions", n_positions)
     w = frequencies(d_model, base)  # (d_model / 2,)
     angles = torch.arange(n_positions, dtype=torch.float64)[:, None] * w[None, :]  # (n_positions, d_model / 2)
     if interleaved:
@@ -97,7 +93,7 @@ class PositionalEncoding(nn.Module):
 
     def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.0) -> None:
         super().__init__()
-        self.d_model, self.max_len = _even_d_model(d_model), _positive_int("max_len", max_len)
+        self.d_model, self.max_len = _even_d_model(d_model), positive_int("max_len", max_len)
         self.dropout = nn.Dropout(dropout)
         self.register_buffer("pe", sinusoidal_encoding(max_len, d_model, dtype=torch.float64), persistent=False)  # (max_len, d_model)
 
@@ -115,7 +111,7 @@ class LearnedPositionalEmbedding(nn.Module):
 
     def __init__(self, d_model: int, max_len: int, dropout: float = 0.0) -> None:
         super().__init__()
-        self.d_model, self.max_len = _positive_int("d_model", d_model), _positive_int("max_len", max_len)
+        self.d_model, self.max_len = positive_int("d_model", d_model), positive_int("max_len", max_len)
         self.embedding = nn.Embedding(max_len, d_model)
         self.dropout = nn.Dropout(dropout)
 

@@ -17,15 +17,9 @@ import math
 import torch
 from torch import Tensor, nn
 
+from ._checks import positive_int, require_tensor
+
 __all__ = ["rnn_cell", "rnn_step_jacobian", "rnn_layer", "StackedRecurrent", "RNN"]
-
-
-def _require_tensor(name: str, x: object, dim: int) -> Tensor:
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
-    if x.dim() != dim:
-        raise ValueError(f"{name} must have {dim} dimension{'s' if dim > 1 else ''}, got shape {tuple(x.shape)}")
-    return x
 
 
 def check_cell_inputs(x_t: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None,
@@ -35,10 +29,10 @@ def check_cell_inputs(x_t: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: 
     x_t: (B, D), h: (B, H), w_ih: (gates*H, D), w_hh: (gates*H, H), b_ih, b_hh: (gates*H,) or None.
     (The LSTM of chapter 2 has gates = 4.)
     """
-    _require_tensor("x_t", x_t, 2)
-    _require_tensor("h", h, 2)
-    _require_tensor("w_ih", w_ih, 2)
-    _require_tensor("w_hh", w_hh, 2)
+    require_tensor("x_t", x_t, dim=2)
+    require_tensor("h", h, dim=2)
+    require_tensor("w_ih", w_ih, dim=2)
+    require_tensor("w_hh", w_hh, dim=2)
     batch, hidden = h.shape
     if x_t.shape[0] != batch:
         raise ValueError(f"x_t and h must have the same batch size, got x_t {tuple(x_t.shape)} and h {tuple(h.shape)}")
@@ -50,7 +44,7 @@ def check_cell_inputs(x_t: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: 
             f"w_ih must have shape ({rows}, input_size = {x_t.shape[1]}), got {tuple(w_ih.shape)}"
         )
     for name, b in (("b_ih", b_ih), ("b_hh", b_hh)):
-        if b is not None and tuple(_require_tensor(name, b, 1).shape) != (gates * hidden,):
+        if b is not None and tuple(require_tensor(name, b, dim=1).shape) != (gates * hidden,):
             raise ValueError(f"{name} must have shape ({gates * hidden},), got {tuple(b.shape)}")
 
 
@@ -80,8 +74,8 @@ def rnn_step_jacobian(h_t: Tensor, w_hh: Tensor) -> Tensor:
     h_t: (B, H), the state the step produced; w_hh: (H, H) -> (B, H, H),
     entry [b, i, j] = d h_t[b, i] / d h_{t-1}[b, j].
     """
-    _require_tensor("h_t", h_t, 2)
-    _require_tensor("w_hh", w_hh, 2)
+    require_tensor("h_t", h_t, dim=2)
+    require_tensor("w_hh", w_hh, dim=2)
     hidden = h_t.shape[1]
     if tuple(w_hh.shape) != (hidden, hidden):
         raise ValueError(f"w_hh must have shape ({hidden}, {hidden}) to match h_t {tuple(h_t.shape)}, got {tuple(w_hh.shape)}")
@@ -94,11 +88,11 @@ def rnn_layer(x: Tensor, h0: Tensor | None, w_ih: Tensor, w_hh: Tensor, b_ih: Te
 
     x: (B, T, D), h0: (B, H) or None for zeros -> outputs (B, T, H), the states h_1 .. h_T, and h_T: (B, H)
     """
-    _require_tensor("x", x, 3)
+    require_tensor("x", x, dim=3)
     batch, steps, _ = x.shape
     if steps == 0:
         raise ValueError(f"x must hold at least one time step, got shape {tuple(x.shape)}")
-    _require_tensor("w_hh", w_hh, 2)
+    require_tensor("w_hh", w_hh, dim=2)
     h = x.new_zeros(batch, w_hh.shape[1]) if h0 is None else h0  # (B, H)
     outputs = []
     for t in range(steps):
@@ -108,7 +102,7 @@ def rnn_layer(x: Tensor, h0: Tensor | None, w_ih: Tensor, w_hh: Tensor, b_ih: Te
 
 
 def check_initial_state(name: str, state: Tensor, num_layers: int, batch: int, hidden: int) -> None:
-    _require_tensor(name, state, 3)
+    require_tensor(name, state, dim=3)
     if tuple(state.shape) != (num_layers, batch, hidden):
         raise ValueError(
             f"{name} must have shape (num_layers, B, hidden_size) = {(num_layers, batch, hidden)}, got {tuple(state.shape)}"
@@ -128,8 +122,7 @@ class StackedRecurrent(nn.Module):
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True) -> None:
         super().__init__()
         for name, value in (("input_size", input_size), ("hidden_size", hidden_size), ("num_layers", num_layers)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+            positive_int(name, value)
         self.input_size, self.hidden_size, self.num_layers, self.bias = input_size, hidden_size, num_layers, bias
         rows = self.GATES * hidden_size
         for k in range(num_layers):
@@ -152,7 +145,7 @@ class StackedRecurrent(nn.Module):
                 getattr(self, f"bias_ih_l{k}", None), getattr(self, f"bias_hh_l{k}", None))
 
     def check_input(self, x: Tensor) -> None:
-        _require_tensor("x", x, 3)
+        require_tensor("x", x, dim=3)
         if x.shape[-1] != self.input_size:
             raise ValueError(f"x must have input_size = {self.input_size} features in its last dimension, got shape {tuple(x.shape)}")
 

@@ -140,8 +140,8 @@ def main(argv: list[str] | None = None) -> int:
         vocab_size = len(vocab)
 
         def evaluate(model):
+            from .evaluation import translate
             from .metrics import exact_match
-            from .seq2seq import translate
 
             return 100 * exact_match(translate(model, [vocab.encode(a) for a, _ in test], vocab, 14),
                                      [b for _, b in test])

@@ -19,7 +19,7 @@ Shapes: B batch, T_x source length, T_y target length, d = d_model, h heads, V t
 Masks are boolean, True = a real token / may attend. Only keys are ever masked, never queries: every query
 keeps at least one key (its sequence's first token), so no softmax row is empty and nothing is NaN. Padding
 positions are not computed at all outside attention (``Packing``): they come out as zeros.
-``transformer_torch`` copies weights to and from ``nn.Transformer`` and holds the tests' reference model.
+The layers are in ``transformer_layers``; ``transformer_torch`` copies weights to and from ``nn.Transformer`` and holds the tests' reference model.
 """
 
 from __future__ import annotations
@@ -27,271 +27,27 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .attention import causal_mask, scaled_dot_product_attention
-from .multihead import merge_heads, split_heads
+from ._checks import check_ids, check_values, positive_int
+from .attention import causal_mask
+from .data.batching import shift_right
+from .incremental import greedy_decode
 from .positional import PositionalEncoding
-from .seq2seq import shift_right
+from .transformer_layers import (
+    Decoder,
+    DecoderLayer,
+    Encoder,
+    EncoderLayer,
+    FeedForward,
+    PackedMultiHeadAttention,
+    Packing,
+    _check_sizes,
+    _unpack,
+)
 
-__all__ = ["Attention", "Decoder", "DecoderLayer", "Encoder", "EncoderLayer", "FeedForward", "Packing", "Transformer",
-           "decoder_inputs"]
-
-
-def _positive_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return value
-
-
-def _check_sizes(d_model: int, n_heads: int, dropout: float) -> None:
-    _positive_int("d_model", d_model)
-    _positive_int("n_heads", n_heads)
-    if d_model % n_heads:
-        raise ValueError(f"d_model={d_model} must be divisible by n_heads={n_heads}: each head gets d_model / n_heads dimensions")
-    if not 0.0 <= dropout < 1.0:
-        raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
-
-
-class Packing:
-    """The real tokens of a padded batch, so that the position-wise parts of a layer skip the padding.
-
-    Everything in a layer but attention treats each position on its own (the projections, the feed-forward
-    network, LayerNorm, dropout, the residual sums), so padding positions need not be computed at all:
-    ``pack`` keeps the N real positions of a (B, T, ...) tensor as (N, ...), ``unpack`` puts N rows back in
-    place, with zeros at the padding. Only attention needs the (B, T) layout: it unpacks its queries, keys and
-    values and packs its output. With a third of the positions padding, a training step does about a third
-    fewer multiply-adds (nn.TransformerEncoder skips padding too, with nested tensors, but only in inference).
-    """
-
-    def __init__(self, mask: Tensor) -> None:  # (B, T) bool, True = real token
-        self.shape = tuple(mask.shape)
-        flat = mask.flatten()
-        self.index = None if bool(flat.all()) else flat.nonzero().squeeze(1)  # (N,) positions in the flat (B T)
-
-    def pack(self, x: Tensor) -> Tensor:
-        """(B, T, ...) -> (N, ...)"""
-        return x.flatten(0, 1) if self.index is None else x.flatten(0, 1).index_select(0, self.index)
-
-    def unpack(self, x: Tensor) -> Tensor:
-        """(N, ...) -> (B, T, ...), zeros at padding positions"""
-        if self.index is not None:
-            x = x.new_zeros(self.shape[0] * self.shape[1], *x.shape[1:]).index_copy(0, self.index, x)
-        return x.unflatten(0, self.shape)
-
-
-def _unpack(x: Tensor, packing: Packing | None) -> Tensor:
-    return x if packing is None else packing.unpack(x)
-
-
-class Attention(nn.Module):
-    """Multi-head attention (chapter 6) with W_Q, W_K and W_V fused into one (3 d, d) matrix ``w_qkv``.
-
-    Self-attention projects its input with the whole matrix: one matrix product instead of three.
-    Cross-attention projects the decoder's states with the W_Q rows and the memory with the W_K, W_V rows.
-    The rows are stacked as in ``nn.MultiheadAttention.in_proj_weight``, so weights copy across unchanged.
-    The projections are methods of their own so that a key/value cache (chapter 9) can keep k and v and
-    project only new positions; ``attend`` does the rest.
-
-    forward(x (B, T_q, d), memory (B, T_k, d) or None for self-attention, mask broadcastable to
-    (B, h, T_q, T_k) or None, need_weights) -> (output (B, T_q, d), weights (B, h, T_q, T_k) or None).
-    Given a Packing of the queries (of the memory), x (memory) is packed, (N_q, d), and so is the output.
-    """
-
-    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, use_sdpa: bool = True) -> None:
-        super().__init__()
-        _check_sizes(d_model, n_heads, dropout)
-        self.d_model, self.n_heads = d_model, n_heads
-        self.w_qkv = nn.Linear(d_model, 3 * d_model)  # rows: W_Q, then W_K, then W_V
-        self.w_o = nn.Linear(d_model, d_model)
-        self.dropout = dropout  # on the attention weights, while training (as nn.MultiheadAttention does)
-        self.use_sdpa = use_sdpa
-
-    def project_qkv(self, x: Tensor, packing: Packing | None = None) -> tuple[Tensor, Tensor, Tensor]:
-        """x (B, T, d) -> q, k, v, each (B, h, T, d_k), from one matrix product."""
-        qkv = _unpack(self.w_qkv(x), packing)  # (B, T, 3 d)
-        return tuple(split_heads(t, self.n_heads) for t in qkv.chunk(3, dim=-1))
-
-    def project_q(self, x: Tensor, packing: Packing | None = None) -> Tensor:
-        """x (B, T_q, d) -> q (B, h, T_q, d_k), with the W_Q rows of w_qkv."""
-        d = self.d_model
-        return split_heads(_unpack(F.linear(x, self.w_qkv.weight[:d], self.w_qkv.bias[:d]), packing), self.n_heads)
-
-    def project_kv(self, memory: Tensor, packing: Packing | None = None) -> tuple[Tensor, Tensor]:
-        """memory (B, T_k, d) -> k, v, each (B, h, T_k, d_k), with the W_K and W_V rows of w_qkv."""
-        d = self.d_model
-        kv = _unpack(F.linear(memory, self.w_qkv.weight[d:], self.w_qkv.bias[d:]), packing)  # (B, T_k, 2 d)
-        return tuple(split_heads(t, self.n_heads) for t in kv.chunk(2, dim=-1))
-
-    def attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, need_weights: bool = False,
-               packing: Packing | None = None) -> tuple[Tensor, Tensor | None]:
-        """Attention over heads already split, then merge and W_O: -> (B, T_q, d), weights or None."""
-        p = self.dropout if self.training else 0.0
-        if self.use_sdpa and not need_weights:
-            # PyTorch's fused kernel never materialises the weights; its boolean masks also mean True = may attend.
-            out, weights = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p), None
-        else:
-            out, weights = scaled_dot_product_attention(q, k, v, mask)  # chapter 5's, which returns the weights
-            if p:
-                out = F.dropout(weights, p) @ v  # dropout on the weights, as the fused kernel does
-        out = merge_heads(out)  # (B, T_q, d)
-        return self.w_o(out if packing is None else packing.pack(out)), weights
-
-    def forward(self, x: Tensor, memory: Tensor | None = None, mask: Tensor | None = None, need_weights: bool = False,
-                packing: Packing | None = None, memory_packing: Packing | None = None) -> tuple[Tensor, Tensor | None]:
-        if memory is None:
-            q, k, v = self.project_qkv(x, packing)
-        else:
-            q, (k, v) = self.project_q(x, packing), self.project_kv(memory, memory_packing)
-        return self.attend(q, k, v, mask, need_weights, packing)
-
-
-class FeedForward(nn.Module):
-    """The position-wise feed-forward network, Linear(d, d_ff), ReLU, Linear(d_ff, d): (B, T, d) -> (B, T, d)."""
-
-    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0) -> None:
-        super().__init__()
-        self.linear1 = nn.Linear(d_model, _positive_int("d_ff", d_ff))
-        self.linear2 = nn.Linear(d_ff, d_model)
-        self.dropout = nn.Dropout(dropout)
-
-    def forward(self, x: Tensor) -> Tensor:
-        return self.linear2(self.dropout(F.relu(self.linear1(x))))
-
-
-class _Layer(nn.Module):
-    """What encoder and decoder layers share: the residual connection around each sub-layer."""
-
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float, norm_first: bool) -> None:
-        super().__init__()
-        _check_sizes(d_model, n_heads, dropout)
-        self.norm_first = norm_first
-        self.ff = FeedForward(d_model, d_ff, dropout)
-        self.ff_norm = nn.LayerNorm(d_model)
-        self.dropout = nn.Dropout(dropout)  # on each sub-layer's output, before it joins the residual stream
-
-    def residual(self, x: Tensor, sublayer, norm: nn.LayerNorm) -> Tensor:
-        if self.norm_first:  # x + sublayer(norm(x)): the residual stream itself is never normalised
-            return x + self.dropout(sublayer(norm(x)))
-        return norm(x + self.dropout(sublayer(x)))  # the paper's: normalise after the sum
-
-
-class EncoderLayer(_Layer):
-    """Self-attention, then the feed-forward network, each in a residual connection with a LayerNorm.
-
-    forward(x (B, T_x, d), mask broadcastable to (B, h, T_x, T_x), e.g. (B, 1, 1, T_x), or None) -> (B, T_x, d);
-    given a Packing of the positions, x and the output are packed, (N, d).
-    """
-
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0, norm_first: bool = False,
-                 use_sdpa: bool = True) -> None:
-        super().__init__(d_model, n_heads, d_ff, dropout, norm_first)
-        self.self_attn = Attention(d_model, n_heads, dropout, use_sdpa)
-        self.self_attn_norm = nn.LayerNorm(d_model)
-
-    def forward(self, x: Tensor, mask: Tensor | None = None, packing: Packing | None = None) -> Tensor:
-        x = self.residual(x, lambda h: self.self_attn(h, mask=mask, packing=packing)[0], self.self_attn_norm)
-        return self.residual(x, self.ff, self.ff_norm)
-
-
-class DecoderLayer(_Layer):
-    """Masked self-attention, cross-attention over the memory, then the feed-forward network.
-
-    forward(y (B, T_y, d), memory (B, T_x, d), self_mask broadcastable to (B, h, T_y, T_y) (causal and target
-    padding), memory_mask broadcastable to (B, h, T_y, T_x) (source padding)) -> (B, T_y, d).
-    With ``store_cross_weights = True`` the layer keeps the cross-attention weights of its last call in
-    ``last_cross_weights`` (B, h, T_y, T_x), for attention maps (computed without the fused kernel then).
-    Given Packings of the target and source positions, y, memory and the output are packed.
-    """
-
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0, norm_first: bool = False,
-                 use_sdpa: bool = True) -> None:
-        super().__init__(d_model, n_heads, d_ff, dropout, norm_first)
-        self.self_attn = Attention(d_model, n_heads, dropout, use_sdpa)
-        self.self_attn_norm = nn.LayerNorm(d_model)
-        self.cross_attn = Attention(d_model, n_heads, dropout, use_sdpa)
-        self.cross_attn_norm = nn.LayerNorm(d_model)
-        self.store_cross_weights = False
-        self.last_cross_weights: Tensor | None = None
-
-    def _cross(self, y: Tensor, memory: Tensor, mask: Tensor | None, packing: Packing | None,
-               memory_packing: Packing | None) -> Tensor:
-        out, weights = self.cross_attn(y, memory, mask, self.store_cross_weights, packing, memory_packing)  # queries: y
-        if self.store_cross_weights:
-            self.last_cross_weights = weights
-        return out
-
-    def forward(self, y: Tensor, memory: Tensor, self_mask: Tensor | None = None, memory_mask: Tensor | None = None,
-                packing: Packing | None = None, memory_packing: Packing | None = None) -> Tensor:
-        y = self.residual(y, lambda h: self.self_attn(h, mask=self_mask, packing=packing)[0], self.self_attn_norm)
-        y = self.residual(y, lambda h: self._cross(h, memory, memory_mask, packing, memory_packing), self.cross_attn_norm)
-        return self.residual(y, self.ff, self.ff_norm)
-
-
-class Encoder(nn.Module):
-    """N encoder layers, and for pre-norm a final LayerNorm: (B, T_x, d), mask -> memory (B, T_x, d)."""
-
-    def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0,
-                 norm_first: bool = False, use_sdpa: bool = True) -> None:
-        super().__init__()
-        self.layers = nn.ModuleList(EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first, use_sdpa)
-                                    for _ in range(_positive_int("n_encoder_layers", n_layers)))
-        # Pre-norm layers only ever add to the residual stream: normalise it once, at the end.
-        self.norm = nn.LayerNorm(d_model) if norm_first else None
-
-    def forward(self, x: Tensor, mask: Tensor | None = None, packing: Packing | None = None) -> Tensor:
-        for layer in self.layers:
-            x = layer(x, mask, packing)
-        return x if self.norm is None else self.norm(x)
-
-
-class Decoder(nn.Module):
-    """N decoder layers, and for pre-norm a final LayerNorm: (B, T_y, d), memory, masks -> (B, T_y, d)."""
-
-    def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0,
-                 norm_first: bool = False, use_sdpa: bool = True) -> None:
-        super().__init__()
-        self.layers = nn.ModuleList(DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first, use_sdpa)
-                                    for _ in range(_positive_int("n_decoder_layers", n_layers)))
-        self.norm = nn.LayerNorm(d_model) if norm_first else None
-
-    def forward(self, y: Tensor, memory: Tensor, self_mask: Tensor | None = None, memory_mask: Tensor | None = None,
-                packing: Packing | None = None, memory_packing: Packing | None = None) -> Tensor:
-        for layer in self.layers:
-            y = layer(y, memory, self_mask, memory_mask, packing, memory_packing)
-        return y if self.norm is None else self.norm(y)
-
-
-def _check_ids(name: str, ids: object, mask: object, mask_name: str, max_len: int) -> None:
-    """Types and shapes, checked before anything runs, so that a mistake gets a message instead of a traceback."""
-    if not isinstance(ids, Tensor) or ids.dtype not in (torch.int64, torch.int32):
-        what = ids.dtype if isinstance(ids, Tensor) else type(ids).__name__
-        raise TypeError(f"{name} must be an int64 tensor of token ids (B, T), got {what}")
-    if ids.dim() != 2 or 0 in ids.shape:
-        raise ValueError(f"{name} must have shape (B, T) with B, T >= 1, got {tuple(ids.shape)}")
-    if ids.shape[1] > max_len:
-        raise ValueError(f"{name} has {ids.shape[1]} positions, more than the model's max_len={max_len}")
-    if mask is None:
-        return
-    if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
-        what = mask.dtype if isinstance(mask, Tensor) else type(mask).__name__
-        raise TypeError(f"{mask_name} must be a boolean tensor (True = real token), got {what}")
-    if mask.shape != ids.shape:
-        raise ValueError(f"{mask_name} must have the shape of {name}, {tuple(ids.shape)}, got {tuple(mask.shape)}")
-
-
-def _check_values(ids: list[tuple[str, Tensor, int]], masks: list[tuple[str, Tensor]] = ()) -> None:
-    """Token ids in [0, V), and at least one real token in every row of each mask: one transfer for all checks."""
-    stats = [s for _, x, _ in ids for s in (x.min(), x.max())] + [m.any(dim=1).all().long() for _, m in masks]
-    values = torch.stack(stats).tolist()
-    for i, (name, _, vocab) in enumerate(ids):
-        low, high = values[2 * i], values[2 * i + 1]
-        if low < 0 or high >= vocab:
-            raise ValueError(f"{name} holds token ids from {low} to {high}, outside the vocabulary 0 .. {vocab - 1}")
-    for (name, _), nonempty in zip(masks, values[2 * len(ids):]):
-        if not nonempty:
-            raise ValueError(f"every sequence needs at least one real token, but a row of {name} is all False")
+__all__ = ["Decoder", "DecoderLayer", "Encoder", "EncoderLayer", "FeedForward", "PackedMultiHeadAttention", "Packing",
+           "Transformer", "decoder_inputs"]
 
 
 def decoder_inputs(tgt: Tensor, bos_id: int, pad_id: int) -> tuple[Tensor, Tensor]:
@@ -329,7 +85,7 @@ class Transformer(nn.Module):
         super().__init__()
         _check_sizes(d_model, n_heads, dropout)
         for name, vocab in (("src_vocab", src_vocab), ("tgt_vocab", tgt_vocab)):
-            if _positive_int(name, vocab) <= max(bos_id, pad_id):
+            if positive_int(name, vocab) <= max(bos_id, pad_id):
                 raise ValueError(f"{name}={vocab} is too small to hold bos_id={bos_id} and pad_id={pad_id}")
         if bos_id == pad_id:
             raise ValueError(f"bos_id and pad_id must differ, got {bos_id} for both")
@@ -337,7 +93,7 @@ class Transformer(nn.Module):
                            n_encoder_layers=n_encoder_layers, n_decoder_layers=n_decoder_layers, d_ff=d_ff,
                            dropout=dropout, norm_first=norm_first, tie_embeddings=tie_embeddings, max_len=max_len,
                            bos_id=bos_id, pad_id=pad_id)
-        self.d_model, self.max_len, self.bos_id, self.pad_id = d_model, _positive_int("max_len", max_len), bos_id, pad_id
+        self.d_model, self.max_len, self.bos_id, self.pad_id = d_model, positive_int("max_len", max_len), bos_id, pad_id
         self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
         self.tgt_embed = nn.Embedding(tgt_vocab, d_model, padding_idx=pad_id)
         self.src_embed = self.tgt_embed if tie_embeddings and src_vocab == tgt_vocab else \
@@ -383,8 +139,8 @@ class Transformer(nn.Module):
 
     def encode(self, src: Tensor, src_mask: Tensor) -> Tensor:
         """src (B, T_x) ids, src_mask (B, T_x) bool -> memory (B, T_x, d_model), zero at padding positions."""
-        _check_ids("src", src, src_mask, "src_mask", self.max_len)
-        _check_values([("src", src, self.src_vocab)], [("src_mask", src_mask)])
+        check_ids("src", src, src_mask, "src_mask", self.max_len)
+        check_values([("src", src, self.src_vocab)], [("src_mask", src_mask)])
         memory, packing = self._encode(src, src_mask)
         return _unpack(memory, packing)
 
@@ -392,7 +148,7 @@ class Transformer(nn.Module):
         """memory (B, T_x, d), src_mask (B, T_x), decoder inputs tgt_in (B, T) starting with <bos>, their padding
         mask tgt_mask (B, T) (None: no padding) -> logits (B, T, V), zero at padding positions (they are not
         computed); position t sees tgt_in[:, :t + 1] only."""
-        _check_ids("tgt_in", tgt_in, tgt_mask, "tgt_mask", self.max_len)
+        check_ids("tgt_in", tgt_in, tgt_mask, "tgt_mask", self.max_len)
         if not isinstance(memory, Tensor) or memory.dim() != 3 or memory.shape[2] != self.d_model:
             raise ValueError(f"memory must be a tensor (B, T_x, d_model={self.d_model}), got "
                              f"{tuple(memory.shape) if isinstance(memory, Tensor) else type(memory).__name__}")
@@ -400,7 +156,7 @@ class Transformer(nn.Module):
             raise ValueError(f"src_mask must be a boolean tensor of shape {tuple(memory.shape[:2])} (B, T_x)")
         if tgt_in.shape[0] != memory.shape[0]:
             raise ValueError(f"tgt_in has batch size {tgt_in.shape[0]} but memory {memory.shape[0]}")
-        _check_values([("tgt_in", tgt_in, self.tgt_vocab)],
+        check_values([("tgt_in", tgt_in, self.tgt_vocab)],
                       [("src_mask", src_mask)] + ([("tgt_mask", tgt_mask)] if tgt_mask is not None else []))
         self_mask = causal_mask(tgt_in.shape[1], device=tgt_in.device)  # (T, T)
         packing = None
@@ -414,11 +170,11 @@ class Transformer(nn.Module):
 
         The logits of padding positions (where the decoder's input is <pad>) are not computed: zero
         (unless skip_padding is False)."""
-        _check_ids("src", src, src_mask, "src_mask", self.max_len)
-        _check_ids("tgt", tgt, None, "", self.max_len)
+        check_ids("src", src, src_mask, "src_mask", self.max_len)
+        check_ids("tgt", tgt, None, "", self.max_len)
         if tgt.shape[0] != src.shape[0]:
             raise ValueError(f"src has batch size {src.shape[0]} but tgt {tgt.shape[0]}")
-        _check_values([("src", src, self.src_vocab), ("tgt", tgt, self.tgt_vocab)], [("src_mask", src_mask)])
+        check_values([("src", src, self.src_vocab), ("tgt", tgt, self.tgt_vocab)], [("src_mask", src_mask)])
         tgt_in, self_mask = decoder_inputs(tgt, self.bos_id, self.pad_id)
         memory, src_packing = self._encode(src, src_mask)
         packing = self._packing(tgt_in != self.pad_id)
@@ -432,16 +188,14 @@ class Transformer(nn.Module):
         averaged over heads, at every step (B, L, T_x), L <= max_len. Decoding stops once every sequence
         has written ``eos_id`` (never when it is None); after a sequence's first <eos> its tokens are <eos>
         and its weights zero (the decoders of data/ stop at the first <eos>). With ``use_cache`` (chapter
-        9's ``decoding.greedy_decode``) each step computes only the new position, reading earlier keys and
+        9's ``incremental.greedy_decode``) each step computes only the new position, reading earlier keys and
         values from a cache; without it the whole prefix is recomputed at every step, as below: the same
         tokens, more slowly."""
-        _check_ids("src", src, src_mask, "src_mask", self.max_len)
-        if _positive_int("max_len", max_len) > self.max_len:
+        check_ids("src", src, src_mask, "src_mask", self.max_len)
+        if positive_int("max_len", max_len) > self.max_len:
             raise ValueError(f"max_len={max_len} is more than the model's max_len={self.max_len} positions")
-        _check_values([("src", src, self.src_vocab)], [("src_mask", src_mask)])
+        check_values([("src", src, self.src_vocab)], [("src_mask", src_mask)])
         if use_cache:
-            from .decoding import greedy_decode
-
             return greedy_decode(self, src, src_mask, max_len, eos_id, with_weights=True)
         memory, src_packing = self._encode(src, src_mask)
         last = self.decoder.layers[-1]

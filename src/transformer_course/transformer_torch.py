@@ -27,8 +27,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .attention import causal_mask
+from .data.batching import shift_right
 from .positional import PositionalEncoding
-from .seq2seq import shift_right
 from .transformer import Transformer
 
 __all__ = ["TorchTransformer", "copy_from_torch", "copy_to_torch", "parameter_names", "to_torch"]

@@ -24,8 +24,9 @@ from .configs import CONFIGS
 from .data.batching import Batch, token_batches
 from .data.tatoeba import SPA_TSV_SHA256, multi_reference, tatoeba_split, validation_sentences
 from .data.tokenize import BPETokenizer, train_bpe
+from .evaluation import count_parameters, translate
 from .metrics import bleu_by_length, corpus_bleu
-from .seq2seq import cache_dir, cached_training, count_parameters, translate
+from .model_cache import cache_dir, cached_training
 from .training import Settings, fit, pick_device
 
 __all__ = ["CONFIGS", "TranslationData", "build_model", "evaluate_bleu", "load_data", "translation_experiment"]
@@ -91,25 +92,42 @@ def load_data(max_tokens: int = 1000, seed: int = 0, vocab_size: int = VOCAB_SIZ
                            tokenizer.encode_batch([en for en, _ in valid]), fingerprint)
 
 
+def _seq2seq(config: dict, vocab_size: int) -> nn.Module:
+    from .seq2seq import Seq2Seq
+
+    return Seq2Seq(vocab_size, vocab_size, config["d_emb"], config["d_hidden"])
+
+
+def _bahdanau(config: dict, vocab_size: int) -> nn.Module:
+    from .bahdanau import AttentionSeq2Seq
+
+    return AttentionSeq2Seq(vocab_size, vocab_size, config["d_emb"], config["d_hidden"], config["d_att"],
+                            d_readout=config.get("d_readout"), tie=config.get("tie", False))
+
+
+def _transformer(config: dict, vocab_size: int) -> nn.Module:
+    from .transformer import Transformer
+
+    keys = ("d_model", "n_heads", "n_encoder_layers", "n_decoder_layers", "d_ff", "dropout", "norm_first",
+            "tie_embeddings")
+    return Transformer(vocab_size, vocab_size, **{k: config[k] for k in keys if k in config})
+
+
+# A configuration's "model" -> the function that builds it (the chapters' modules are imported when used).
+BUILDERS: dict[str, Callable[[dict, int], nn.Module]] = {"seq2seq": _seq2seq, "bahdanau": _bahdanau,
+                                                         "transformer": _transformer}
+# ... and the modules whose source builds and runs it: with the shared ones of _code, its cache key
+MODEL_CODE = {"seq2seq": ("seq2seq",), "bahdanau": ("seq2seq", "bahdanau"),
+              "transformer": ("_checks", "attention", "multihead", "positional", "transformer_layers", "transformer",
+                              "incremental")}  # incremental: generate() decodes the stored test translations with it
+
+
 def build_model(config: dict, vocab_size: int, seed: int = 0) -> nn.Module:
-    torch.manual_seed(seed)
     kind = config["model"]
-    if kind == "seq2seq":
-        from .seq2seq import Seq2Seq
-
-        return Seq2Seq(vocab_size, vocab_size, config["d_emb"], config["d_hidden"])
-    if kind == "bahdanau":
-        from .bahdanau import AttentionSeq2Seq
-
-        return AttentionSeq2Seq(vocab_size, vocab_size, config["d_emb"], config["d_hidden"], config["d_att"],
-                                d_readout=config.get("d_readout"), tie=config.get("tie", False))
-    if kind == "transformer":
-        from .transformer import Transformer
-
-        keys = ("d_model", "n_heads", "n_encoder_layers", "n_decoder_layers", "d_ff", "dropout", "norm_first",
-                "tie_embeddings")
-        return Transformer(vocab_size, vocab_size, **{k: config[k] for k in keys if k in config})
-    raise ValueError(f"unknown model kind {kind!r}: expected 'seq2seq', 'bahdanau' or 'transformer'")
+    if kind not in BUILDERS:
+        raise ValueError(f"unknown model kind {kind!r}: expected 'seq2seq', 'bahdanau' or 'transformer'")
+    torch.manual_seed(seed)
+    return BUILDERS[kind](config, vocab_size)
 
 
 def max_output_length(src_len: int) -> int:
@@ -132,6 +150,18 @@ def evaluate_bleu(model: nn.Module, data: TranslationData, part: str = "valid") 
     """Greedy corpus BLEU on the validation set (the default: what tuning and training curves read) or the test set."""
     sources, references = data.held_out(part)
     return corpus_bleu(greedy_translations(model, data, sources), references)
+
+
+def _code(kind: str) -> tuple:
+    """The modules whose source builds, trains and scores a model of this kind: the model cache's key."""
+    import importlib
+    import sys
+
+    from . import evaluation, metrics, training
+    from .data import batching, tatoeba, tokenize
+
+    own = tuple(importlib.import_module(f"{__package__}.{name}") for name in MODEL_CODE[kind])
+    return (*own, sys.modules[__name__], training, evaluation, metrics, batching, tatoeba, tokenize)
 
 
 def translation_experiment(name: str, seconds: float | None = None, steps: int | None = None,
@@ -164,12 +194,8 @@ def translation_experiment(name: str, seconds: float | None = None, steps: int |
         return history
 
     key_config = {**config, "device": dev.type}
-    code: tuple = ()
-    if config["model"] == "transformer":
-        from . import decoding, multihead, positional, transformer
-
-        code = (transformer, multihead, positional, decoding)  # decoding: the stored test translations
-    model, history, loaded = cached_training(f"tatoeba-{name}", key_config, data.fingerprint, build, train, code)
+    model, history, loaded = cached_training(f"tatoeba-{name}", key_config, data.fingerprint, build, train,
+                                             _code(config["model"]))
     model.to(dev)
     hypotheses, decode_seconds = history.get("test_hypotheses"), history.get("decode_seconds")
     if hypotheses is None or len(hypotheses) != len(data.test_sources):  # an entry from before they were kept

@@ -16,8 +16,9 @@ import torch
 
 from transformer_course.data import date_splits, make_batches
 from transformer_course.data.dates import date_vocabs
+from transformer_course.evaluation import count_parameters, translate
 from transformer_course.metrics import exact_match
-from transformer_course.seq2seq import DATE_EXPERIMENT, _build, count_parameters, sequence_loss, translate
+from transformer_course.toy_experiments import DATE_EXPERIMENT, _build, sequence_loss
 
 
 def run(attention: bool, steps: int) -> None:

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from transformer_course.grading.grader import grade_notebook
-from transformer_course.grading.release import course_root
+from transformer_course.repository import course_root
 
 root = course_root()
 notebook = Path(sys.argv[1]) if len(sys.argv) > 1 else root / "solutions" / "05_self_attention.ipynb"

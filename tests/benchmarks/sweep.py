@@ -41,7 +41,6 @@ def speed(spec_path: Path) -> None:
     """Steps per CPU-second on one thread, for every trial: written to SPEC.speed.json."""
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     import torch
-
     from steps_per_second import timed_steps  # this script's folder is on the path when it runs
 
     torch.set_num_threads(1)

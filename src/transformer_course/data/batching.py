@@ -2,7 +2,8 @@
 
 Masks follow the course convention: boolean, ``True`` at a real token, ``False`` at padding.
 A target sequence ``y`` becomes ``y + <eos>``; the decoder's inputs (``<bos>`` followed by the target
-shifted right by one) are made by the models themselves (teacher forcing, chapter 3).
+shifted right by one, ``shift_right``: teacher forcing, chapter 3) are made by the models themselves, so that
+every model of the course, recurrent or not, reads the same batches.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-__all__ = ["Batch", "length_batches", "make_batch", "make_batches", "pad_sequences", "token_batches"]
+__all__ = ["Batch", "length_batches", "make_batch", "make_batches", "pad_sequences", "shift_right", "token_batches"]
 
 
 def pad_sequences(seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[Tensor, Tensor]:
@@ -126,3 +127,9 @@ def token_batches(
     if shuffle:
         rng.shuffle(groups)
     return [make_batch([src_seqs[i] for i in g], [tgt_seqs[i] for i in g], pad_id, eos_id) for g in groups]
+
+
+def shift_right(targets: Tensor, bos_id: int) -> Tensor:
+    """Decoder inputs for teacher forcing: <bos> followed by the targets without their last token."""
+    bos = torch.full_like(targets[:, :1], bos_id)
+    return torch.cat([bos, targets[:, :-1]], dim=1)

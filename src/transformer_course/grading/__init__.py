@@ -1,4 +1,4 @@
-"""Exercises, self-checks, the release tool and the grader.
+"""Exercises, self-checks and the grader (the release tool is in ``transformer_course.authoring``).
 
 ``from transformer_course.grading import check`` is all a notebook needs.
 """
@@ -7,8 +7,7 @@ __all__ = ["check"]
 
 
 def __getattr__(name: str):
-    # Imported on first use: the grader's notebook runner (grading.execute, a subprocess per submission)
-    # needs none of it, and importing it pulls in torch, about 3 s of every submission's grading.
+    # Imported on first use: the grader's sandboxed worker needs none of it, and importing it pulls in torch, about 3 s of every submission's grading.
     if name == "check":
         from .selfcheck import check
 

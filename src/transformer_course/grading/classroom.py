@@ -19,7 +19,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from .release import course_root
+from ..repository import course_root
 
 WORKFLOW = """\
 # Grades the notebooks on every push: the score and each exercise's feedback are in the job's log

@@ -22,9 +22,10 @@ import re
 import sys
 from pathlib import Path
 
-from . import sandbox
-from .grader import Report, grade_notebook, md_escape, secret_seed, submissions_in
-from .release import course_root
+from ..repository import course_root
+from . import isolation
+from .grader import grade_notebook, secret_seed, submissions_in
+from .report import Report, md_escape
 
 
 def _slug(path: Path, base: Path | None) -> str:
@@ -47,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("submissions", nargs="+", type=Path, help="a notebook (.ipynb) or a folder of notebooks")
     parser.add_argument("--out", type=Path, default=Path("grading-results"), help="where reports go (default: grading-results)")
     parser.add_argument("--chapter", type=int, default=None, help="the chapter being graded: a notebook of another chapter gets no points")
-    parser.add_argument("--isolation", choices=sandbox.MODES, default="auto",
+    parser.add_argument("--isolation", choices=isolation.MODES, default="auto",
                         help="where student code runs: bwrap (bubblewrap sandbox; an error when missing), process (no "
                              "sandbox, limits only) or auto (bwrap when it works, else process with a warning)")
     parser.add_argument("--key-file", type=Path, default=None, help="secret key for the hidden cases' seed (default: $COURSE_GRADER_KEY)")
@@ -64,8 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.cell_timeout < 1 or args.timeout < 1:
         parser.error("time limits are positive numbers of seconds")
     try:
-        mode, warning = sandbox.resolve(args.isolation)
-    except sandbox.IsolationError as exc:
+        mode, warning = isolation.resolve(args.isolation)
+    except isolation.IsolationError as exc:
         parser.error(str(exc))
     if warning:
         print(warning, file=sys.stderr)

@@ -19,122 +19,27 @@ sandboxed worker (``sandbox.py``, ``worker.py``) that has none of them on its fi
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import hmac
-import inspect
 import json
 import secrets
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from . import registry, sandbox
-from .cells import exercise_id
 from .codec import CodecError, decode, encode
+from .given import fallback_source, given_code
+from .isolation import IsolationError
+from .isolation import resolve as resolve_isolation
 from .registry import Exercise, compare, run_case
-from .submission import (SKIP_TAG, Extracted, SubmissionError, clean_source, extract, read_notebook,
-                         static_problem)
+from .report import Report, TestResult
+from .submission import Extracted, SubmissionError, clean_source, extract, read_notebook, static_problem
 
 MAX_OUTPUT = 4000  # characters of report text per exercise
 STARTUP = 120  # seconds the worker may take to start (importing PyTorch: 1-3 s, far more on a loaded machine)
-SKIPPED_IMPORTS = {"transformer_course", "matplotlib", "IPython", "ipywidgets", "tqdm"}
-
-
-@dataclass
-class TestResult:
-    name: str
-    score: float
-    max_score: float
-    output: str
-    state: str = ""  # "passed", "failed" or "not attempted"
-
-    @property
-    def status(self) -> str:
-        """Gradescope's status: passed or failed."""
-        return "passed" if self.score == self.max_score else "failed"
-
-    @property
-    def verdict(self) -> str:
-        return self.state or self.status
-
-
-@dataclass
-class Report:
-    submission: str
-    chapter: int | None = None
-    tests: list[TestResult] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)  # about the submission as a whole
-    seconds: float = 0.0
-    isolation: str = ""  # the sandbox mode used, and its warning if it is the weak one
-
-    @property
-    def score(self) -> float:
-        return sum(t.score for t in self.tests)
-
-    @property
-    def max_score(self) -> float:
-        return sum(t.max_score for t in self.tests)
-
-    def gradescope(self) -> dict:
-        return {
-            "score": self.score,
-            "max_score": self.max_score,
-            "execution_time": round(self.seconds, 1),
-            "output": "\n".join(self.problems + ([self.isolation] if "WARNING" in self.isolation else []))
-            or "Graded every exercise.",
-            "stdout_visibility": "visible",
-            "tests": [
-                {"name": t.name, "number": t.name.split(":")[0].replace("Exercise ", ""), "score": t.score,
-                 "max_score": t.max_score, "status": t.status, "output": t.output}
-                for t in self.tests
-            ],
-        }
-
-    def markdown(self) -> str:
-        head = f"# Grading report: {md_escape(self.submission)}\n\n"
-        head += f"**Score: {self.score:g} / {self.max_score:g}**"
-        head += f" (chapter {self.chapter})" if self.chapter is not None else ""
-        head += f", graded in {self.seconds:.1f} s\n\n"
-        if "WARNING" in self.isolation:
-            head += f"> {md_escape(self.isolation)}\n\n"
-        if self.problems:
-            head += "".join(f"- {md_escape(p)}\n" for p in self.problems) + "\n"
-        if self.tests:
-            head += "| exercise | score | status |\n|---|---|---|\n"
-            head += "".join(f"| {md_escape(t.name)} | {t.score:g} / {t.max_score:g} | {t.verdict} |\n" for t in self.tests)
-            for t in self.tests:
-                head += f"\n## {md_escape(t.name)}\n\n{fenced(t.output)}\n"
-        return head
-
-
-_MD_SPECIAL = str.maketrans({**{c: "\\" + c for c in "\\`*_[]|"}, "&": "&amp;", "<": "&lt;", ">": "&gt;"})
-
-
-def md_escape(text: str) -> str:
-    """Text that Markdown (and the HTML inside it) shows as written, on one line."""
-    return " ".join(str(text).split()).translate(_MD_SPECIAL)
-
-
-def fenced(text: str) -> str:
-    """A code block that no run of backticks inside the text can close."""
-    longest = max((len(run) for run in str(text).split("\n") for run in _backtick_runs(run)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}text\n{text}\n{fence}"
-
-
-def _backtick_runs(line: str) -> list[str]:
-    runs, current = [], ""
-    for ch in line:
-        if ch == "`":
-            current += ch
-        elif current:
-            runs.append(current)
-            current = ""
-    return runs + ([current] if current else [])
 
 
 def grade_notebook(path: Path, root: Path, cell_timeout: int = 60, timeout: int = 600, *, chapter: int | None = None,
@@ -149,7 +54,7 @@ def grade_notebook(path: Path, root: Path, cell_timeout: int = 60, timeout: int 
         _grade_into(report, path, root, cell_timeout, timeout, chapter, isolation, seed, memory_mb)
     except SubmissionError as exc:
         report.problems.append(str(exc))
-    except sandbox.IsolationError:
+    except IsolationError:
         raise
     except Exception as exc:  # a bug of the grader's own: still a report, and no points
         report.problems.append(f"internal grader error ({type(exc).__name__}: {exc}); please tell the course staff")
@@ -173,7 +78,7 @@ def _grade_into(report: Report, path: Path, root: Path, cell_timeout: int, timeo
     extracted = extract(data, path, expected_chapter=chapter)
     report.chapter = extracted.chapter
     report.problems += extracted.notes
-    mode, warning = sandbox.resolve(isolation)
+    mode, warning = resolve_isolation(isolation)
     report.isolation = warning or f"graded in the {mode} sandbox"
     seed = secrets.randbits(40) if seed is None else seed
     pristine = json.loads((root / "notebooks" / registry.chapter_notebook(extracted.chapter)).read_text(encoding="utf-8"))
@@ -222,8 +127,9 @@ def _grade_exercise(ex: Exercise, extracted: Extracted, given: dict, worker: san
             report.problems.append(f"the course's code `{first}` raised {answer['error']}; an exercise before it "
                                    "may define something unexpected")
     source = extracted.sources.get(ex.id)
-    lines: list[str] = []
+    lines: list[str] = []  # what the report says; whether the exercise passed is decided apart from the wording
     state = None
+    passed = False
     if source is None:
         lines, state = ["not attempted: the exercise is missing from the submission"], "not attempted"
     else:
@@ -238,7 +144,8 @@ def _grade_exercise(ex: Exercise, extracted: Extracted, given: dict, worker: san
                                      "timeout": min(cell_timeout, max(1, left()))}, min(cell_timeout, max(1, left())))
             if answer is None:
                 return result([f"your cell stopped the grading: {worker.dead}"] + lines)
-            if "error" in answer:
+            cell_ran = "error" not in answer
+            if not cell_ran:
                 lines.append(f"your cell raised {answer['error']}" if not answer.get("timeout")
                              else f"a time-out: the cell ran longer than the {cell_timeout} s limit per cell")
             cases = ex.cases(seed)
@@ -249,10 +156,9 @@ def _grade_exercise(ex: Exercise, extracted: Extracted, given: dict, worker: san
                                      "forbidden": list(ex.forbidden)}, call_timeout)
             if answer is None:
                 return result([f"your code stopped the grading: {worker.dead}"] + lines)
-            case_lines, state = _compare_cases(ex, cases, answer)
+            case_lines, state, every_case_right = _compare_cases(ex, cases, answer)
             lines += case_lines
-    verdicts = [line for line in lines if not line.startswith("note:")]
-    passed = bool(verdicts) and all(line.startswith("✓") for line in verdicts)
+            passed = cell_ran and every_case_right
     if not passed:
         fallback = fallback_source(ex, root)
         answer = worker.request({"op": "exec", "source": fallback, "label": f"solution {ex.id}", "timeout": cell_timeout},
@@ -263,9 +169,11 @@ def _grade_exercise(ex: Exercise, extracted: Extracted, given: dict, worker: san
     return result(lines, passed, state)
 
 
-def _compare_cases(ex: Exercise, cases: list[registry.Case], answer: dict) -> tuple[list[str], str | None]:
+def _compare_cases(ex: Exercise, cases: list[registry.Case], answer: dict) -> tuple[list[str], str | None, bool]:
+    """(a line per case for the report, the exercise's state if not plain pass or fail, whether every case passed
+    and no forbidden built-in was called)."""
     if "error" in answer and "results" not in answer:
-        return [str(answer["error"])[:500]], None
+        return [str(answer["error"])[:500]], None, False
     results = answer.get("results")
     forbidden = answer.get("forbidden")
     lines: list[str] = []
@@ -273,10 +181,11 @@ def _compare_cases(ex: Exercise, cases: list[registry.Case], answer: dict) -> tu
         called = ", ".join(f"`{str(f)[:80]}`" for f in forbidden[:5])
         lines.append(f"your code called PyTorch's built-in {called}, which this exercise asks you to build yourself")
     if not isinstance(results, list) or len(results) > len(cases):
-        return lines + ["the grading process sent malformed results"], None
+        return lines + ["the grading process sent malformed results"], None, False
     results = results + [{"error": "not run: an earlier case ran out of time"}] * (len(cases) - len(results))
     if all(isinstance(r, dict) and r.get("not_attempted") for r in results):
-        return lines + ["not attempted (the cell still raises NotImplementedError)"], "not attempted"
+        return lines + ["not attempted (the cell still raises NotImplementedError)"], "not attempted", False
+    right = 0
     for case, result in zip(cases, results):
         label = f"case '{case.label}'"
         if not isinstance(result, dict) or ("error" not in result and "value" not in result):
@@ -294,10 +203,12 @@ def _compare_cases(ex: Exercise, cases: list[registry.Case], answer: dict) -> tu
         problem = _safe_compare(expected, actual, ex)
         if problem is None:
             lines.append(f"✓ {label}")
+            right += 1
             continue
         hint = _matching_mistake(ex, case, actual)
         lines.append(f"✗ {label}: {problem}" + (f"\n  Hint: {hint}" if hint else ""))
-    return lines, None
+    called_forbidden = isinstance(forbidden, list) and bool(forbidden)
+    return lines, None, bool(cases) and right == len(cases) and not called_forbidden
 
 
 def _safe_compare(expected: Any, actual: Any, ex: Exercise) -> str | None:
@@ -345,116 +256,6 @@ def _send_given_modules(cases: list[registry.Case], worker: sandbox.Worker, root
             worker.request({"op": "given", "id": ex_id, "name": ex.name,
                             "source": imports + "\n" + fallback_source(ex, root)}, timeout)
             worker.given.add(ex_id)
-
-
-def given_code(pristine: dict) -> dict:
-    """Under "__imports__", the given cells' imports; per exercise id, the definitions that the given cells before it make: imports (never of the course
-    package), functions, classes, constants, and the default dtype. Nothing else of a given cell runs."""
-    out: dict[str, list[str]] = {}
-    pending: list[str] = []
-    imports: list[str] = []
-    for cell in pristine.get("cells", []):
-        if cell.get("cell_type") != "code":
-            continue
-        text = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
-        ex_id = exercise_id({**cell, "source": text})
-        if ex_id is not None:
-            out[ex_id] = pending
-            pending = []
-            continue
-        try:
-            tree = ast.parse(clean_source(text)[0])
-        except SyntaxError:
-            continue
-        kept = [ast.unparse(node) for node in tree.body if _is_definition(node)]
-        imports += [ast.unparse(n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) and _is_definition(n)]
-        if kept:
-            pending.append("\n".join(kept))
-    out["__imports__"] = "\n".join(imports)  # type: ignore[assignment]
-    return out
-
-
-def _is_definition(node: ast.stmt) -> bool:
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return True
-    if isinstance(node, ast.Import):
-        return all(a.name.split(".")[0] not in SKIPPED_IMPORTS for a in node.names)
-    if isinstance(node, ast.ImportFrom):
-        return node.level == 0 and (node.module or "").split(".")[0] not in SKIPPED_IMPORTS
-    if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        names = [t for target in targets for t in (target.elts if isinstance(target, ast.Tuple) else [target])]
-        if not all(isinstance(t, ast.Name) for t in names):
-            return False
-        try:
-            ast.literal_eval(node.value)
-            return True
-        except (ValueError, SyntaxError, TypeError):
-            return False
-    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
-        return ast.unparse(node.value.func) == "torch.set_default_dtype"
-    return False
-
-
-def fallback_source(ex: Exercise, root: Path) -> str:
-    """The course's code of one exercise, which replaces a failed answer for the exercises after it.
-
-    From the solution notebook where the course folder has one (an instructor's copy); else (a student's
-    repository) the reference implementation's own source, which students have in the package anyway.
-    """
-    solution = root / "solutions" / registry.chapter_notebook(ex.chapter)
-    if solution.exists():
-        for cell in json.loads(solution.read_text(encoding="utf-8"))["cells"]:
-            text = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
-            if exercise_id({**cell, "source": text}) == ex.id:
-                return clean_source(text)[0]
-    module = inspect.getmodule(ex.reference)
-    tree = ast.parse(inspect.getsource(module))
-    imports = [ast.unparse(n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) and _is_definition(n)
-               and not (isinstance(n, ast.ImportFrom) and n.module == "__future__")]
-    return "\n".join(imports + _with_helpers(ex, module, tree)) + f"\n{ex.name} = {ex.reference.__name__}\n"
-
-
-def _with_helpers(ex: Exercise, module, tree: ast.Module) -> list[str]:
-    """The reference's source and, before it, the course helpers it uses, from its module or imported into it
-    (never another exercise's reference: the worker binds the earlier ones by name, and the later ones
-    must not be there)."""
-    references = {id(e.reference) for e in registry.chapter_exercises(ex.chapter)}
-    tops: dict[str, dict] = {}
-
-    def top_of(mod) -> dict:
-        if mod.__name__ not in tops:
-            table = {}
-            for node in ast.parse(inspect.getsource(mod)).body:
-                if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-                    table[node.name] = node
-                elif isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
-                    table.update({t.id: node for t in node.targets})
-            tops[mod.__name__] = table
-        return tops[mod.__name__]
-
-    chosen: list[ast.stmt] = []
-
-    def visit(node: ast.stmt, mod) -> None:
-        for name in sorted({n.id for n in ast.walk(node) if isinstance(n, ast.Name)}):
-            value = getattr(mod, name, None)
-            if id(value) in references:
-                continue
-            helper, home = top_of(mod).get(name), mod
-            if helper is None and (inspect.isfunction(value) or inspect.isclass(value)):
-                home = inspect.getmodule(value)
-                if home is None or not home.__name__.startswith("transformer_course"):
-                    continue
-                helper = top_of(home).get(value.__name__)
-            if helper is None or helper in chosen or helper is node:
-                continue
-            visit(helper, home)
-            if helper not in chosen:
-                chosen.append(helper)
-
-    own = top_of(module)[ex.reference.__name__]
-    visit(own, module)
-    return [ast.unparse(n) for n in chosen] + [ast.unparse(own)]
 
 
 def submissions_in(path: Path, exclude: Path | None = None) -> list[Path]:

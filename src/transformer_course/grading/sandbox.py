@@ -34,47 +34,12 @@ import threading
 import time
 from pathlib import Path
 
-MODES = ("auto", "bwrap", "process")
 KEEP_OUTPUT = 64 * 1024  # bytes of the worker's stdout/stderr kept; the rest is counted and dropped
 MAX_ANSWER = 32 * 1024 * 1024  # bytes of one answer on the channel
 MAX_PROCESSES = 64
 GRACE = 5.0  # seconds past a command's own time limit before the worker counts as hung
 _HERE = Path(__file__).parent
 _PIDS_CGROUP = Path("/sys/fs/cgroup/pids")
-_bwrap_works: bool | None = None
-
-
-class IsolationError(RuntimeError):
-    """The isolation that was asked for is not available here."""
-
-
-def bwrap_available() -> bool:
-    """Whether bubblewrap is installed and can create its namespaces on this machine (checked once)."""
-    global _bwrap_works
-    if _bwrap_works is None:
-        exe = shutil.which("bwrap")
-        try:
-            _bwrap_works = exe is not None and subprocess.run(
-                [exe, "--unshare-all", "--unshare-user", "--die-with-parent", "--ro-bind", "/", "/", "true"],
-                capture_output=True, timeout=20).returncode == 0
-        except (OSError, subprocess.SubprocessError):
-            _bwrap_works = False
-    return _bwrap_works
-
-
-def resolve(mode: str) -> tuple[str, str | None]:
-    """(the mode used, a warning for the report or None)."""
-    if mode not in MODES:
-        raise IsolationError(f"unknown isolation mode {mode!r}; use one of {', '.join(MODES)}")
-    if mode in ("auto", "bwrap") and bwrap_available():
-        return "bwrap", None
-    if mode == "bwrap":
-        raise IsolationError("--isolation bwrap: bubblewrap is not installed or cannot create namespaces here "
-                             "(apt-get install bubblewrap)")
-    return "process", ("WARNING: graded without a sandbox (bubblewrap is not available): the submission's code ran "
-                       "as the grader's user and could read the course's files; limits and clean-up still applied")
-
-
 def _package_dirs() -> list[str]:
     """Folders that hold the course package, to be hidden inside the sandbox."""
     import transformer_course

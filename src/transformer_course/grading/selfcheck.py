@@ -7,13 +7,13 @@ otherwise, so that a blank or broken exercise never blocks the cells after it.
 In a notebook the check tests what the exercise cell defined *the last time it ran*, never whatever the
 name happens to hold. An IPython hook (installed when ``check`` is first imported in the kernel)
 records each run of a cell whose first line is ``# EXERCISE N.M``: whether it ran to the end, and the
-object it bound to the exercise's name. That closes two holes:
+object it bound to the exercise's name. It answers two cases that the name alone gets wrong:
 
 - After the notebook has run once, the name is bound to whatever the earlier check returned (often the
-  reference). A student who then breaks the exercise cell (a SyntaxError, an IndentationError, an error
-  while it runs) used to be told that the reference passed. Now the check says that the cell did not run.
-- In Restart Kernel and Run All, an exercise cell that fails to run leaves its name undefined, and the
-  check cell after it stopped the whole run with a NameError. Before a self-check cell runs, the hook
+  reference). When a student then breaks the exercise cell (a SyntaxError, an IndentationError, an error
+  while it runs), the check says that the cell did not run, rather than checking the reference.
+- In Restart Kernel and Run All, an exercise cell that fails to run leaves its name undefined, which
+  would stop the whole run at the check cell with a NameError. Before a self-check cell runs, the hook
   binds a missing name to a placeholder, so the check reports the problem and the notebook goes on with
   the reference.
 

@@ -1,6 +1,6 @@
 """Execute notebooks in a fresh kernel.
 
-    python -m transformer_course.grading.execute solutions/*.ipynb       # `make execute`: store fresh outputs
+    python -m transformer_course.authoring.execute solutions/*.ipynb       # `make execute`: store fresh outputs
 
 (The grader does not run notebooks: it runs exercise cells in its sandboxed worker, see grader.py.)
 """

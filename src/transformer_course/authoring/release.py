@@ -1,7 +1,7 @@
 """The release tool: make the student notebooks in notebooks/ from the single sources in solutions/.
 
-    python -m transformer_course.grading.release           # write notebooks/
-    python -m transformer_course.grading.release --check   # exit 1 if notebooks/ is out of date
+    python -m transformer_course.authoring.release           # write notebooks/
+    python -m transformer_course.authoring.release --check   # exit 1 if notebooks/ is out of date
 
 Each solution block becomes ``raise NotImplementedError(...)``, outputs and execution counts are
 cleared, cells tagged ``solution-only`` are dropped, exercise cells are tagged ``raises-exception``,
@@ -21,8 +21,9 @@ from pathlib import Path
 import nbformat
 
 from .. import citations
-from . import registry
-from .cells import HEADER, blank_solution, exercise_id
+from ..grading import registry
+from ..grading.cells import HEADER, blank_solution, exercise_id
+from ..repository import course_root
 
 BANNER_TAG = "student-banner"
 BANNER = """\
@@ -30,17 +31,6 @@ BANNER = """\
 `raise NotImplementedError(...)` with your code, then run the `check(...)` cell right after it.
 Until an exercise passes its check, the cells after it use the course's reference implementation,
 so the notebook always runs from top to bottom. Only the exercise cells are graded."""
-
-
-def course_root() -> Path:
-    """The repository root: the folder above src/ that holds solutions/ and notebooks/."""
-    here = Path(__file__).resolve()
-    for parent in here.parents:
-        if (parent / "solutions").is_dir() and (parent / "pyproject.toml").is_file():
-            return parent
-    raise FileNotFoundError(
-        "cannot find the course folder (with solutions/ and pyproject.toml) above " + str(here)
-    )
 
 
 def chapter_of(path: Path) -> int:

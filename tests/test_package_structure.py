@@ -1,0 +1,136 @@
+"""The package's shape: no import cycles, no chapter module that reaches a later chapter's code, and modules
+small enough to read in one sitting. The imports are read from the source (every ``import`` statement,
+those inside functions included), so a lazy import cannot hide a cycle."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "transformer_course"
+
+# The chapter each chapter module belongs to; the other modules are shared (data, training, evaluation,
+# the cache, the grader's machinery). grading/chNN.py belongs to chapter NN.
+CHAPTERS = {"rnn": 1, "lstm": 2, "seq2seq": 3, "bahdanau": 4, "attention": 5, "multihead": 6, "positional": 7,
+            "transformer_layers": 8, "transformer": 8, "transformer_torch": 8, "incremental": 8, "decoding": 9}
+# Shared modules a grading table may use besides its chapter's own (the training losses and schedules).
+SHARED = {"training"}
+MAX_LINES = 300
+
+
+def exercise_tables() -> set[str]:
+    """grading/chNN.py: declarative exercise tables (cases, mistakes, hints), long because each exercise is."""
+    return {name for name in modules() if name.startswith("grading.ch") and name[len("grading.ch"):].isdigit()}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py")) if "__pycache__" not in p.parts}
+
+
+def chapter_of(name: str) -> int | None:
+    if name in CHAPTERS:
+        return CHAPTERS[name]
+    if name.startswith("grading.ch") and name[len("grading.ch"):].isdigit():
+        return int(name[len("grading.ch"):])
+    return None
+
+
+def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
+    """The package's modules that ``name`` imports: ``from .x import y`` names x, or x.y when y is a module."""
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            targets = [a.name.removeprefix("transformer_course.") for a in node.names
+                       if a.name == "transformer_course" or a.name.startswith("transformer_course.")]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            elif node.module and (node.module == "transformer_course" or node.module.startswith("transformer_course.")):
+                module = node.module.removeprefix("transformer_course").removeprefix(".")
+            else:
+                continue
+            targets = [f"{module}.{a.name}".lstrip(".") if f"{module}.{a.name}".lstrip(".") in known else module
+                       for a in node.names]
+        else:
+            continue
+        found.update(t for t in targets if t in known and t != name)
+    return found
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    found = modules()
+    return {name: imports_of(name, path, set(found)) for name, path in found.items()}
+
+
+def test_the_graph_is_read_from_real_imports(graph):
+    # A reader that found nothing would pass every test below.
+    assert {"seq2seq", "data.batching"} <= graph["bahdanau"]
+    assert "incremental" in graph["transformer"] and "incremental" in graph["decoding"]
+    assert "seq2seq" in graph["grading.ch03"]
+
+
+def test_no_import_cycles(graph):
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                cycle = path[path.index(nxt):] + [nxt]
+                pytest.fail("import cycle: " + " -> ".join(cycle))
+            if nxt not in state:
+                visit(nxt)
+        path.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
+
+
+def test_no_chapter_module_reaches_a_later_chapter(graph):
+    for name, chapter in ((n, chapter_of(n)) for n in graph):
+        if chapter is None:
+            continue
+        seen, todo = set(), [name]
+        while todo:  # everything the module imports, directly or through shared modules
+            for nxt in graph[todo.pop()]:
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        later = sorted(m for m in seen if (chapter_of(m) or 0) > chapter)
+        assert not later, f"{name} (chapter {chapter}) reaches later chapters' modules: {later}"
+
+
+def test_every_chapter_module_exists():
+    found = modules()
+    assert set(CHAPTERS) <= set(found), sorted(set(CHAPTERS) - set(found))
+
+
+def test_every_graded_chapter_names_its_module_here(graph):
+    # A new chapter's grading module imports the chapter's reference module: that module must be listed in
+    # CHAPTERS under the same number, or the checks above would not hold it to the chapter order.
+    tables = exercise_tables()
+    assert len(tables) >= 9
+    for table in sorted(tables):
+        number = chapter_of(table)
+        own = {m for m in graph[table] if not m.startswith("grading") and m not in SHARED}
+        assert own, f"{table} imports no chapter module"
+        wrong = {m: CHAPTERS.get(m) for m in own if CHAPTERS.get(m) is None or CHAPTERS[m] > number}
+        assert not wrong, f"{table}: add these modules to CHAPTERS (chapter {number} or earlier): {wrong}"
+
+
+def test_modules_are_short():
+    long = {name: n for name, path in modules().items()
+            if name not in exercise_tables() and (n := len(path.read_text().splitlines())) > MAX_LINES}
+    assert not long, f"modules over {MAX_LINES} lines (split them by what they hold): {long}"
