@@ -211,7 +211,7 @@ def test_computing_padding_positions_too_changes_nothing_else():
     packed = _model()
     full = _model()
     full.load_state_dict(packed.state_dict())
-    full.skip_padding = False
+    full._packing = lambda mask: None  # every position computed, as chapter 8's grader's model does
     src, src_mask, tgt = _batch()
     real = _decoder_real(tgt)
     with torch.no_grad():

@@ -74,10 +74,6 @@ class Transformer(nn.Module):
     attention with chapter 5's function instead of PyTorch's fused kernel (slower, for teaching and checking).
     """
 
-    # Compute the position-wise parts on real tokens only (see Packing); False computes every position, so that
-    # whole outputs, padding positions included, can be compared with a model that does (the grader's).
-    skip_padding = True
-
     def __init__(self, src_vocab: int, tgt_vocab: int, d_model: int = 256, n_heads: int = 4, n_encoder_layers: int = 3,
                  n_decoder_layers: int = 3, d_ff: int = 1024, dropout: float = 0.1, norm_first: bool = False,
                  tie_embeddings: bool = False, max_len: int = 512, bos_id: int = 1, pad_id: int = 0,
@@ -122,7 +118,9 @@ class Transformer(nn.Module):
         return self.positional(embedding(ids) * math.sqrt(self.d_model))
 
     def _packing(self, mask: Tensor) -> Packing | None:
-        return Packing(mask) if self.skip_padding else None
+        """How the position-wise parts skip padding: only real tokens are computed (see Packing). A subclass
+        that returns None computes every position, as a model written plainly does."""
+        return Packing(mask)
 
     def _encode(self, src: Tensor, src_mask: Tensor) -> tuple[Tensor, Packing | None]:
         """-> memory, of the real source tokens only (N_x, d) when packed, else (B, T_x, d); its Packing."""
@@ -168,8 +166,7 @@ class Transformer(nn.Module):
     def forward(self, src: Tensor, src_mask: Tensor, tgt: Tensor) -> Tensor:
         """Teacher-forced logits (B, T_y, V) for tgt (B, T_y), the targets followed by <eos> and padding.
 
-        The logits of padding positions (where the decoder's input is <pad>) are not computed: zero
-        (unless skip_padding is False)."""
+        The logits of padding positions (where the decoder's input is <pad>) are not computed: zero."""
         check_ids("src", src, src_mask, "src_mask", self.max_len)
         check_ids("tgt", tgt, None, "", self.max_len)
         if tgt.shape[0] != src.shape[0]:
