@@ -7,7 +7,7 @@ others. "-cpu" configurations fit a notebook on 2 cores; "-gpu" ones are larger.
 
 from __future__ import annotations
 
-__all__ = ["CONFIGS"]
+__all__ = ["CONFIGS", "COPY_EXPERIMENT", "DATE_EXPERIMENT"]
 
 CONFIGS: dict[str, dict] = {
     # Every CPU model trains for the same 5 minutes (evaluation excluded) on batches of up to 1,000 tokens, with
@@ -48,3 +48,11 @@ CONFIGS: dict[str, dict] = {
     "bahdanau-tiny": {"model": "bahdanau", "d_emb": 16, "d_hidden": 32, "d_att": 16, "d_readout": 16, "tie": True,
                       "max_tokens": 400, "peak_lr": 3e-3, "warmup": 20, "steps": 200},
 }
+
+
+# Chapters 3 and 4's small experiments (toy_experiments): normalising dates and copying digit strings, trained
+# for a number of steps at a constant learning rate, the dates until 99.5 % exact match on the held-out ones.
+DATE_EXPERIMENT = {"n_train": 20_000, "n_test": 1_000, "seed": 0, "batch_size": 128, "d_emb": 32, "d_hidden": 128,
+                   "d_att": 64, "lr": 3e-3, "steps": 1_200, "eval_every": 50, "stop_at": 0.995}
+COPY_EXPERIMENT = {"n_train": 20_000, "n_test": 1_000, "min_len": 4, "max_len": 24, "seed": 1, "batch_size": 128,
+                   "d_emb": 16, "d_hidden": 128, "d_att": 64, "lr": 3e-3, "steps": 400}

@@ -20,6 +20,7 @@ from torch import Tensor, nn
 
 from . import bahdanau, evaluation, metrics, seq2seq
 from .bahdanau import AttentionSeq2Seq
+from .configs import COPY_EXPERIMENT, DATE_EXPERIMENT
 from .data import batching, date_splits, dates, digits, make_batches
 from .data.dates import date_vocabs
 from .data.digits import digit_vocab, make_digit_pairs
@@ -28,7 +29,7 @@ from .metrics import char_accuracy, exact_match
 from .model_cache import cached_training
 from .seq2seq import Seq2Seq
 
-__all__ = ["COPY_EXPERIMENT", "DATE_EXPERIMENT", "copy_experiment", "date_experiment", "sequence_loss", "train_toy"]
+__all__ = ["copy_experiment", "date_experiment", "sequence_loss", "train_toy"]
 
 
 def sequence_loss(logits: Tensor, tgt: Tensor, tgt_mask: Tensor) -> Tensor:
@@ -87,12 +88,6 @@ def train_toy(
     model.eval()
     history["seconds"] = time.perf_counter() - start
     return history
-
-
-DATE_EXPERIMENT = {"n_train": 20_000, "n_test": 1_000, "seed": 0, "batch_size": 128, "d_emb": 32, "d_hidden": 128,
-                   "d_att": 64, "lr": 3e-3, "steps": 1_200, "eval_every": 50, "stop_at": 0.995}
-COPY_EXPERIMENT = {"n_train": 20_000, "n_test": 1_000, "min_len": 4, "max_len": 24, "seed": 1, "batch_size": 128,
-                   "d_emb": 16, "d_hidden": 128, "d_att": 64, "lr": 3e-3, "steps": 400}
 
 
 def _code() -> tuple:

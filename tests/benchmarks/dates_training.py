@@ -14,11 +14,12 @@ import time
 
 import torch
 
+from transformer_course.configs import DATE_EXPERIMENT
 from transformer_course.data import date_splits, make_batches
 from transformer_course.data.dates import date_vocabs
 from transformer_course.evaluation import count_parameters, translate
 from transformer_course.metrics import exact_match
-from transformer_course.toy_experiments import DATE_EXPERIMENT, _build, sequence_loss
+from transformer_course.toy_experiments import _build, sequence_loss
 
 
 def run(attention: bool, steps: int) -> None:
