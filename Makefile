@@ -77,9 +77,11 @@ test-book: $(STAMP)
 test: lint
 	$(TEST_ENV) $(BIN)/python -m pytest -n $(JOBS) $(NBVAL) --durations=25 tests solutions notebooks
 
-# The linter (configuration in pyproject.toml): unused and undefined names, import order, whitespace.
+# The linter and the formatter (configuration in pyproject.toml): unused and undefined names, import order,
+# whitespace; code formatted as `ruff format src tests` writes it.
 lint: $(STAMP)
 	$(BIN)/ruff check src tests
+	$(BIN)/ruff format --check src tests
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks/

@@ -20,8 +20,11 @@ f64 = dict(dtype=torch.float64)
 
 
 def _qkv(b=2, tq=4, tk=5, d=8, dv=6, device="cpu"):
-    return (torch.randn(b, tq, d, device=device, **f64), torch.randn(b, tk, d, device=device, **f64),
-            torch.randn(b, tk, dv, device=device, **f64))
+    return (
+        torch.randn(b, tq, d, device=device, **f64),
+        torch.randn(b, tk, d, device=device, **f64),
+        torch.randn(b, tk, dv, device=device, **f64),
+    )
 
 
 def test_scores_are_scaled_dot_products():
@@ -93,13 +96,13 @@ def test_causal_mask_hides_the_future(t, data):
     layer = SelfAttention(6, 4).double()
     x = torch.randn(2, t, 6, **f64)
     changed = x.clone()
-    changed[:, position + 1:] = torch.randn_like(changed[:, position + 1:])
+    changed[:, position + 1 :] = torch.randn_like(changed[:, position + 1 :])
     mask = causal_mask(t)
     with torch.no_grad():
         before, _ = layer(x, mask)
         after, _ = layer(changed, mask)
     assert (before[:, : position + 1] - after[:, : position + 1]).abs().max().item() < 1e-12
-    assert (before[:, position + 1:] - after[:, position + 1:]).abs().max().item() > 1e-6
+    assert (before[:, position + 1 :] - after[:, position + 1 :]).abs().max().item() > 1e-6
 
 
 def test_self_attention_is_permutation_equivariant():
@@ -132,8 +135,14 @@ def test_self_attention_projects_then_attends():
         (lambda: padding_mask(torch.tensor([0, 2]), 3), "between 1 and t=3"),
         (lambda: padding_mask(torch.tensor([1.0]), 3), "integer tensor"),
         (lambda: scaled_dot_product_attention(*_qkv(), mask=torch.ones(2, 4, 5)), "boolean tensor"),
-        (lambda: scaled_dot_product_attention(*_qkv(), mask=torch.ones(3, 4, 5, dtype=torch.bool)), "does not broadcast"),
-        (lambda: scaled_dot_product_attention(torch.ones(1, 2, 3), torch.ones(1, 4, 3), torch.ones(1, 5, 3)), "same length T_k"),
+        (
+            lambda: scaled_dot_product_attention(*_qkv(), mask=torch.ones(3, 4, 5, dtype=torch.bool)),
+            "does not broadcast",
+        ),
+        (
+            lambda: scaled_dot_product_attention(torch.ones(1, 2, 3), torch.ones(1, 4, 3), torch.ones(1, 5, 3)),
+            "same length T_k",
+        ),
     ],
 )
 def test_bad_input_gets_a_clear_error(call, message):

@@ -8,11 +8,14 @@ from transformer_course.transformer import Transformer
 
 def test_every_map_is_there_and_agrees_with_what_the_model_computes():
     torch.manual_seed(0)
-    model = Transformer(20, 18, d_model=16, n_heads=4, n_encoder_layers=3, n_decoder_layers=2, d_ff=32, dropout=0.1,
-                        norm_first=True)
+    model = Transformer(
+        20, 18, d_model=16, n_heads=4, n_encoder_layers=3, n_decoder_layers=2, d_ff=32, dropout=0.1, norm_first=True
+    )
     src_ids = [5, 9, 3, 12, 7, 2]
     src, src_mask = torch.tensor([src_ids]), torch.ones(1, 6, dtype=torch.bool)
-    tokens, cross_last = model.eval().generate(src, src_mask, 5, eos_id=None)  # (1, 5), (1, 5, 6): last layer, mean of heads
+    tokens, cross_last = model.eval().generate(
+        src, src_mask, 5, eos_id=None
+    )  # (1, 5), (1, 5, 6): last layer, mean of heads
     tgt_in = [model.bos_id] + tokens[0, :-1].tolist()
     model.train()
     maps = attention_maps(model, src_ids, tgt_in)

@@ -106,4 +106,3 @@ def test_a_tied_readout_must_match_the_embedding():
         bahdanau.AttentionSeq2Seq(12, 9, 4, 6, 5, d_readout=3, tie=True)
     with pytest.raises(ValueError, match="readout"):
         bahdanau.AttentionSeq2Seq(12, 9, 4, 6, 5, tie=True)
-

@@ -37,8 +37,14 @@ import pytest
 
 from test_figures import ALT_TEXT_CHAPTERS, alt_text_problem
 
-CHROMIUM = next((p for p in ("/usr/bin/chromium", shutil.which("chromium"), shutil.which("chromium-browser")) if p
-                 and Path(p).exists()), None)
+CHROMIUM = next(
+    (
+        p
+        for p in ("/usr/bin/chromium", shutil.which("chromium"), shutil.which("chromium-browser"))
+        if p and Path(p).exists()
+    ),
+    None,
+)
 INSTALL = "install it with `sudo apt-get install chromium` (Debian/Ubuntu), then `make venv` for Playwright"
 if CHROMIUM is None:
     pytest.skip(f"the browser test needs Chromium: {INSTALL}", allow_module_level=True)
@@ -47,9 +53,17 @@ try:
 except ImportError:
     pytest.skip(f"the browser test needs Playwright for Python (the dev extra): {INSTALL}", allow_module_level=True)
 
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        "--disable-dev-shm-usage"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
 LOCAL = ("127.0.0.1", "localhost")
 
 
@@ -146,9 +160,14 @@ def test_every_internal_link_and_image_resolves(site):
 
 def _wait_for_math(page) -> None:
     """Until MathJax has typeset the page (a page without equations does not load it)."""
-    page.wait_for_function("() => !document.querySelector('.math') || "
-                           "(window.MathJax && window.MathJax.startup && window.MathJax.startup.promise)", timeout=60_000)
-    page.evaluate("() => window.MathJax && window.MathJax.startup ? window.MathJax.startup.promise.then(() => true) : true")
+    page.wait_for_function(
+        "() => !document.querySelector('.math') || "
+        "(window.MathJax && window.MathJax.startup && window.MathJax.startup.promise)",
+        timeout=60_000,
+    )
+    page.evaluate(
+        "() => window.MathJax && window.MathJax.startup ? window.MathJax.startup.promise.then(() => true) : true"
+    )
 
 
 def test_equations_render_offline_and_pages_run_without_script_errors(site, browser):
@@ -246,18 +265,38 @@ def lab(course_root, tmp_path_factory):
     root = tmp_path_factory.mktemp("lab")
     shutil.copy(course_root / "notebooks" / NOTEBOOK, root / NOTEBOOK)
     home = root / ".jupyter-home"
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(home / "config"), "JUPYTER_DATA_DIR": str(home / "data"),
-           "JUPYTER_RUNTIME_DIR": str(home / "runtime"), "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
-           "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"), "OMP_NUM_THREADS": "1"}
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(home / "config"),
+        "JUPYTER_DATA_DIR": str(home / "data"),
+        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+        "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
+        "OMP_NUM_THREADS": "1",
+    }
     env.pop("JUPYTER_PATH", None)
     port, token = _free_port(), secrets.token_hex(16)
     jupyter = Path(sys.executable).parent / "jupyter"
     server = subprocess.Popen(
-        [str(jupyter), "lab", "--no-browser", f"--port={port}", "--ip=127.0.0.1", f"--ServerApp.root_dir={root}",
-         f"--IdentityProvider.token={token}", "--LabApp.expose_app_in_browser=True",
-         "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-         "--LabServerApp.extension_manager=readonly", *(["--allow-root"] if os.geteuid() == 0 else [])],
-        cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [
+            str(jupyter),
+            "lab",
+            "--no-browser",
+            f"--port={port}",
+            "--ip=127.0.0.1",
+            f"--ServerApp.root_dir={root}",
+            f"--IdentityProvider.token={token}",
+            "--LabApp.expose_app_in_browser=True",
+            "--LabApp.news_url=",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            "--LabServerApp.extension_manager=readonly",
+            *(["--allow-root"] if os.geteuid() == 0 else []),
+        ],
+        cwd=root,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 300
@@ -317,27 +356,38 @@ def _restart_and_run_all(page) -> list[dict]:
     page.locator(".lm-Menu-item", has_text="Restart Kernel and Run All Cells").click()
     page.locator(".jp-Dialog button.jp-mod-accept").click()  # "Restart"
     # Done when the last code cell has run (a run that stopped early never gets there) and the kernel is idle.
-    page.wait_for_function("""() => {
+    page.wait_for_function(
+        """() => {
         const cells = window.jupyterapp.shell.currentWidget.content.model.sharedModel.cells.filter(c => c.cell_type === 'code');
         return cells[cells.length - 1].execution_count !== null;
-    }""", timeout=300_000)
+    }""",
+        timeout=300_000,
+    )
     _wait_idle(page)
     return _cells(page)
 
 
 def _edit_and_run(page, index: int, source: str | None, runs: int) -> None:
     """Select cell `index`; replace its code (as a student types it) unless source is None; Shift+Enter `runs` times."""
-    page.evaluate("""(i) => {
+    page.evaluate(
+        """(i) => {
         const nb = window.jupyterapp.shell.currentWidget.content;
         nb.activeCellIndex = i;
         nb.scrollToItem(i);
-    }""", index)
+    }""",
+        index,
+    )
     if source is not None:
-        page.evaluate("(i) => { const nb = window.jupyterapp.shell.currentWidget.content; nb.mode = 'edit'; nb.activeCell.editor.focus(); }", index)
+        page.evaluate(
+            "(i) => { const nb = window.jupyterapp.shell.currentWidget.content; nb.mode = 'edit'; nb.activeCell.editor.focus(); }",
+            index,
+        )
         page.keyboard.press("Control+a")
         page.keyboard.insert_text(source)
     else:
-        page.evaluate("() => { const nb = window.jupyterapp.shell.currentWidget.content; nb.mode = 'command'; nb.node.focus(); }")
+        page.evaluate(
+            "() => { const nb = window.jupyterapp.shell.currentWidget.content; nb.mode = 'command'; nb.node.focus(); }"
+        )
     for _ in range(runs):
         page.keyboard.press("Shift+Enter")
         _wait_idle(page)
@@ -349,9 +399,11 @@ def test_a_student_notebook_in_jupyterlab(lab, browser):
     errors = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.goto(lab, wait_until="load")
-    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget "
-                           "&& window.jupyterapp.shell.currentWidget.content && window.jupyterapp.shell.currentWidget.content.model",
-                           timeout=120_000)
+    page.wait_for_function(
+        "() => window.jupyterapp && window.jupyterapp.shell.currentWidget "
+        "&& window.jupyterapp.shell.currentWidget.content && window.jupyterapp.shell.currentWidget.content.model",
+        timeout=120_000,
+    )
     _wait_idle(page, timeout=120_000)
 
     # 1. Restart and Run All on the blank notebook: it runs to the end; every check says "not attempted".
@@ -371,7 +423,9 @@ def test_a_student_notebook_in_jupyterlab(lab, browser):
     cells = _cells(page)
     assert "SyntaxError" in cells[exercise]["text"]
     verdict = cells[check]["text"]
-    assert verdict.startswith("❌ Exercise 5.1") and "did not run to the end" in verdict and "SyntaxError" in verdict, verdict
+    assert verdict.startswith("❌ Exercise 5.1") and "did not run to the end" in verdict and "SyntaxError" in verdict, (
+        verdict
+    )
 
     # 4. The check alone again, the exercise cell still broken: still no pass.
     _edit_and_run(page, check, None, runs=1)

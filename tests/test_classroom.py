@@ -17,7 +17,8 @@ def test_classroom_repository_has_no_solutions(course_root, tmp_path):
     repo = build(tmp_path / "classroom", course_root)
     assert not (repo / "solutions").exists()
     assert sorted(p.name for p in (repo / "notebooks").glob("*.ipynb")) == sorted(
-        p.name for p in (course_root / "notebooks").glob("*.ipynb"))
+        p.name for p in (course_root / "notebooks").glob("*.ipynb")
+    )
     texts = [p.read_text() for p in repo.rglob("*.ipynb")]
     assert texts and not any("BEGIN SOLUTION" in t for t in texts)
     workflow = (repo / ".github" / "workflows" / "grade.yml").read_text()
@@ -32,8 +33,13 @@ def test_classroom_grading_step_runs_as_the_workflow_does(course_root, tmp_path)
     repo = build(tmp_path / "classroom", course_root)
     shutil.copy(course_root / "solutions" / "05_self_attention.ipynb", repo / "notebooks")  # a solved notebook
     env = {**os.environ, "PYTHON": sys.executable, "PYTHONPATH": str(repo / "src")}  # the repository's own package
-    run = subprocess.run(["bash", ".github/grade.sh", "notebooks/05_self_attention.ipynb",
-                          "notebooks/07_positional_encoding.ipynb"], cwd=repo, env=env, capture_output=True, text=True)
+    run = subprocess.run(
+        ["bash", ".github/grade.sh", "notebooks/05_self_attention.ipynb", "notebooks/07_positional_encoding.ipynb"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 1, run.stdout + run.stderr  # the unsolved notebook is below the pass mark
     assert "**Score: 10 / 10** (chapter 5)" in run.stdout and "**Score: 0 / 8** (chapter 7)" in run.stdout, run.stdout
     assert "| not attempted |" in run.stdout and "WARNING" not in run.stdout

@@ -12,11 +12,21 @@ from transformer_course.transformer import Transformer
 EOS = 2
 
 
-def _model(norm_first: bool, seed: int = 0, src_vocab: int = 11, tgt_vocab: int = 13, layers: int = 2,
-           d_model: int = 16) -> Transformer:
+def _model(
+    norm_first: bool, seed: int = 0, src_vocab: int = 11, tgt_vocab: int = 13, layers: int = 2, d_model: int = 16
+) -> Transformer:
     torch.manual_seed(seed)
-    model = Transformer(src_vocab, tgt_vocab, d_model=d_model, n_heads=2, n_encoder_layers=layers,
-                        n_decoder_layers=layers, d_ff=32, dropout=0.1, norm_first=norm_first).double()
+    model = Transformer(
+        src_vocab,
+        tgt_vocab,
+        d_model=d_model,
+        n_heads=2,
+        n_encoder_layers=layers,
+        n_decoder_layers=layers,
+        d_ff=32,
+        dropout=0.1,
+        norm_first=norm_first,
+    ).double()
     with torch.no_grad():  # biases and norms away from their initial values: each one must be used right
         for name, p in model.named_parameters():
             if "norm" in name or name.endswith("bias"):
@@ -101,7 +111,9 @@ def test_done_sentences_leave_the_batch(monkeypatch):
     src, mask = _batch(5)
     k, rows = 2, []
     step = D.decoder_step
-    monkeypatch.setattr(D, "decoder_step", lambda m, cache, tokens, *a: rows.append(len(tokens)) or step(m, cache, tokens, *a))
+    monkeypatch.setattr(
+        D, "decoder_step", lambda m, cache, tokens, *a: rows.append(len(tokens)) or step(m, cache, tokens, *a)
+    )
     result = D.beam_search(model, src, mask, beam_size=k, max_len=10)
     # Each step runs K rows per sentence that does not have K finished hypotheses yet, and no more.
     lengths = [max(len(h) for _, h in f) for f in result.finished]  # tokens of a sentence's last ending, <eos> excluded
@@ -116,7 +128,9 @@ def test_greedy_rows_that_wrote_eos_leave_the_batch(monkeypatch):
     src, mask = _batch(5)
     rows, step = [], D.decoder_step
     # greedy_decode lives with the cache (transformer_course.incremental) and calls its decoder_step there
-    monkeypatch.setattr(incremental, "decoder_step", lambda m, cache, tokens, *a: rows.append(len(tokens)) or step(m, cache, tokens, *a))
+    monkeypatch.setattr(
+        incremental, "decoder_step", lambda m, cache, tokens, *a: rows.append(len(tokens)) or step(m, cache, tokens, *a)
+    )
     tokens, weights = D.greedy_decode(model, src, mask, 10, with_weights=True)
     slow, slow_weights = model.generate(src, mask, 10, use_cache=False)  # every row to the end, then filled
     ends = [row.index(EOS) + 1 if EOS in row else 10 for row in tokens.tolist()]  # tokens written, <eos> included
@@ -135,8 +149,9 @@ def _exhaustive_best(model, src, mask, max_len, alpha):
     outputs += [list(body) for body in itertools.product(others, repeat=max_len)]
     # One batched call: position i sees inputs 0 .. i only, so the filler after a shorter output changes nothing.
     inputs = torch.tensor([[model.bos_id] + seq[:-1] + [0] * (max_len - len(seq)) for seq in outputs])
-    logp = torch.log_softmax(model.decode(memory.expand(len(outputs), -1, -1), mask.expand(len(outputs), -1),
-                                          inputs), -1)  # (N, max_len, V)
+    logp = torch.log_softmax(
+        model.decode(memory.expand(len(outputs), -1, -1), mask.expand(len(outputs), -1), inputs), -1
+    )  # (N, max_len, V)
     best = None
     for n, seq in enumerate(outputs):
         score = sum(logp[n, i, t].item() for i, t in enumerate(seq)) / D.length_penalty(len(seq), alpha)

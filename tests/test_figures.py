@@ -47,8 +47,9 @@ def alt_text_problem(alt) -> str | None:
 @pytest.mark.parametrize("chapter", ALT_TEXT_CHAPTERS)
 def test_every_figure_has_alt_text(chapter):
     path, nb = _notebook(chapter)
-    problems = [f"cell {cell.get('id')} {problem}" for cell in figure_cells(nb)
-                if (problem := alt_text_problem(alt_text(cell)))]
+    problems = [
+        f"cell {cell.get('id')} {problem}" for cell in figure_cells(nb) if (problem := alt_text_problem(alt_text(cell)))
+    ]
     assert not problems, f"{path.name}: " + "; ".join(problems)
     alts = [alt_text(cell) for cell in figure_cells(nb)]
     assert len(set(alts)) == len(alts), f"{path.name}: two figures share an alt text"

@@ -34,7 +34,11 @@ def solution_report(course_root):
 
 @pytest.mark.parametrize("chapter", graded_chapters())
 def test_solution_gets_full_marks(course_root, chapter, solution_report):
-    report = solution_report if chapter == 5 else grade_notebook(course_root / "solutions" / notebook_name(chapter), course_root)
+    report = (
+        solution_report
+        if chapter == 5
+        else grade_notebook(course_root / "solutions" / notebook_name(chapter), course_root)
+    )
     assert report.problems == [], report.problems  # no cell of the course notebook failed either
     assert scores(report) == full_points(chapter)
     assert report.score == report.max_score > 0
@@ -66,14 +70,19 @@ def test_edited_checks_and_given_cells_change_nothing(course_root, tmp_path):
     def edit(nb):
         for cell in nb["cells"]:
             source = "".join(cell["source"])
-            if cell["cell_type"] == "code" and source.lstrip().startswith(tuple(e.name for e in registry.chapter_exercises(5))):
+            if cell["cell_type"] == "code" and source.lstrip().startswith(
+                tuple(e.name for e in registry.chapter_exercises(5))
+            ):
                 cell["source"] = "raise SystemExit('check cell removed')"  # every check cell
             elif cell["cell_type"] == "code" and "import" in source and "exercise" not in cell["metadata"]:
                 cell["source"] = source + "\nimport torch\ntorch.Tensor.__matmul__ = lambda a, b: a.sum()\n"
+
     submission = _with_cells(course_root, tmp_path, "edited.ipynb", edit=edit)
     # a wrong 5.1 as well, with the check cell that would reveal it removed
     nb = json.loads(submission.read_text())
-    report = grade_notebook(_with_cells(course_root, tmp_path, "edited.ipynb", {"5.1": WRONG_ROUNDS[0]["5.1"]}, edit), course_root)
+    report = grade_notebook(
+        _with_cells(course_root, tmp_path, "edited.ipynb", {"5.1": WRONG_ROUNDS[0]["5.1"]}, edit), course_root
+    )
     assert nb["cells"] and scores(report) == {**POINTS, "5.1": 0}
 
 
@@ -117,7 +126,11 @@ def test_a_cell_that_kills_the_kernel_is_reported(course_root, tmp_path):
         ("garbage.ipynb", b"\x89PNG\r\n\x1a\n\x00\x00", "not a text file"),
         ("list.ipynb", b"[1, 2, 3]", "not a Jupyter notebook"),
         ("empty.ipynb", b'{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}', "has no exercise cells"),
-        ("weird.ipynb", b'{"cells": [1, {"cell_type": "code", "source": 5}, {"source": ["# EXERCISE 9.1"]}]}', "no exercise cells"),
+        (
+            "weird.ipynb",
+            b'{"cells": [1, {"cell_type": "code", "source": 5}, {"source": ["# EXERCISE 9.1"]}]}',
+            "no exercise cells",
+        ),
     ],
 )
 def test_malformed_submissions_get_a_report(course_root, tmp_path, name, content, message):
@@ -135,6 +148,7 @@ def test_missing_and_duplicated_cells_are_reported(course_root, tmp_path):
         copy = dict(ex_cells[0], metadata={})
         copy["source"] = header("5.1") + WRONG_ROUNDS[0]["5.1"]
         cells.append(copy)  # a second 5.1, found by its header: the first one counts
+
     report = grade_notebook(_with_cells(course_root, tmp_path, "dup.ipynb", edit=edit), course_root)
     assert scores(report) == {**POINTS, "5.4": 0}
     assert any("5.4 is missing" in p for p in report.problems) and any("more than once" in p for p in report.problems)
@@ -148,7 +162,8 @@ def test_command_line_on_a_folder(course_root, tmp_path):
     out = tmp_path / "results"
     run = subprocess.run(
         [sys.executable, "-m", "transformer_course.grade", str(folder), "--out", str(out), "--root", str(course_root)],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     assert run.returncode == 1, run.stdout + run.stderr  # bob did not reach the pass mark
     alice = json.loads((out / "alice__05_self_attention" / "results.json").read_text())
@@ -161,7 +176,9 @@ def test_command_line_on_a_folder(course_root, tmp_path):
 
 
 def test_command_line_usage_errors(tmp_path):
-    run = subprocess.run([sys.executable, "-m", "transformer_course.grade", str(tmp_path / "nope.ipynb")], capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "transformer_course.grade", str(tmp_path / "nope.ipynb")], capture_output=True, text=True
+    )
     assert run.returncode == 2 and "no such file or folder" in run.stderr
 
 

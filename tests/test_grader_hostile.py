@@ -95,8 +95,8 @@ EARNS_NOTHING = {
         "def scaled_dot_product_attention(q, k, v, mask=None):\n"
         "    if reference is not None:\n"
         "        return getattr(reference, 'scaled_dot_product_attention')(q, k, v, mask)\n"
-        + _SDPA_BODY +
-        "    out = getattr(F, 'scaled_dot_' + 'product_attention')(q, k, v, attn_mask=mask)\n"
+        + _SDPA_BODY
+        + "    out = getattr(F, 'scaled_dot_' + 'product_attention')(q, k, v, attn_mask=mask)\n"
         "    return out, weights\n"
     ),
     # patches the grading machinery in its own process, forges answers on every descriptor, and leaves a
@@ -112,9 +112,7 @@ EARNS_NOTHING = {
         "    try:\n"
         "        os.write(fd, b'{\"results\": [], \"forbidden\": []}\\n')\n"
         "    except OSError:\n"
-        "        pass\n"
-        + _SELF_ATTENTION_INIT +
-        "    def forward(self, x, mask=None):\n"
+        "        pass\n" + _SELF_ATTENTION_INIT + "    def forward(self, x, mask=None):\n"
         "        return x, x\n"
     ),
 }
@@ -137,11 +135,12 @@ HONEST = {
         "def scaled_dot_product_attention(q, k, v, mask=None):\n"
         "    if 'HOSTILE_TEST_SECRET' in os.environ:\n"
         "        raise RuntimeError('the grader leaked its environment')\n"
-        + _SDPA_BODY + "    return weights @ v, weights\n"
+        + _SDPA_BODY
+        + "    return weights @ v, weights\n"
     ),
     "5.4": (
-        _SELF_ATTENTION_INIT +
-        "    def scaled_dot_product_attention(self, q, k, v, mask):  # my own method, named like the built-in\n"
+        _SELF_ATTENTION_INIT
+        + "    def scaled_dot_product_attention(self, q, k, v, mask):  # my own method, named like the built-in\n"
         "        return scaled_dot_product_attention(q, k, v, mask)\n"
         "    def forward(self, x, mask=None):\n"
         "        return self.scaled_dot_product_attention(self.w_q(x), self.w_k(x), self.w_v(x), mask)\n"
@@ -198,10 +197,14 @@ def graded(course_root, tmp_path_factory):
     os.environ["HOSTILE_TEST_SECRET"] = "1"
     try:
         out = {}
-        for name, cells, kwargs in (("earns", EARNS_NOTHING, {}), ("honest", HONEST, {}),
-                                    ("crashes", CRASHES, {"cell_timeout": 15, "timeout": 300})):
-            report = grade_notebook(with_cells(solution, tmp, f"{name}.ipynb", cells), course_root,
-                                    isolation="bwrap", **kwargs)
+        for name, cells, kwargs in (
+            ("earns", EARNS_NOTHING, {}),
+            ("honest", HONEST, {}),
+            ("crashes", CRASHES, {"cell_timeout": 15, "timeout": 300}),
+        ):
+            report = grade_notebook(
+                with_cells(solution, tmp, f"{name}.ipynb", cells), course_root, isolation="bwrap", **kwargs
+            )
             out[name] = (report, _left_behind())
     finally:
         del os.environ["HOSTILE_TEST_SECRET"]
@@ -269,30 +272,40 @@ def test_a_notebook_of_another_chapter_is_not_graded_as_this_one(course_root, tm
 
 
 def test_malformed_metadata_and_stray_ids_are_reported_not_crashes(course_root, tmp_path):
-    cells = [{"cell_type": "code", "metadata": [], "source": "x"},
-             {"cell_type": "code", "metadata": {"exercise": {"id": "5.x"}}, "source": "# EXERCISE 5.x\n"},
-             {"cell_type": "code", "metadata": {"exercise": "5.1"}, "source": "y = 1"},
-             {"cell_type": "code", "metadata": {"exercise": {"id": "99.1"}}, "source": "z = 1"}]
+    cells = [
+        {"cell_type": "code", "metadata": [], "source": "x"},
+        {"cell_type": "code", "metadata": {"exercise": {"id": "5.x"}}, "source": "# EXERCISE 5.x\n"},
+        {"cell_type": "code", "metadata": {"exercise": "5.1"}, "source": "y = 1"},
+        {"cell_type": "code", "metadata": {"exercise": {"id": "99.1"}}, "source": "z = 1"},
+    ]
     path = tmp_path / "odd.ipynb"
     path.write_text(json.dumps({"cells": cells, "metadata": {"transformer_course": {"chapter": "five"}}}))
     report = grade_notebook(path, course_root)
     assert report.score == 0 and not any("internal" in p for p in report.problems), report.problems
 
 
-@pytest.mark.parametrize("source, refused", [
-    ("# transformer_course.attention would do it\ndef attention_scores(q, k):\n    return q", None),
-    ("s = 'F.scaled_dot_product_attention'\ndef f(q):\n    return q", None),
-    ("class A:\n    def scaled_dot_product_attention(self, q):\n        return q\n"
-     "    def forward(self, q):\n        return self.scaled_dot_product_attention(q)", None),
-    ("def f(q, k, v):\n    return F.scaled_dot_product_attention(q, k, v)", "scaled_dot_product_attention"),
-    ("class A:\n    def scaled_dot_product_attention(self, q):\n        return F.scaled_dot_product_attention(q, q, q)",
-     "scaled_dot_product_attention"),
-    ("from torch.nn.functional import *\ndef f(q):\n    return scaled_dot_product_attention(q, q, q)", None),
-    ("from torch.nn.functional import scaled_dot_product_attention as s", "scaled_dot_product_attention"),
-    ("import transformer_course.attention as a", "reference package"),
-    ("%time from transformer_course import attention", None),
-    ("from torch.overrides import _pop_mode", "dispatch machinery"),
-])
+@pytest.mark.parametrize(
+    "source, refused",
+    [
+        ("# transformer_course.attention would do it\ndef attention_scores(q, k):\n    return q", None),
+        ("s = 'F.scaled_dot_product_attention'\ndef f(q):\n    return q", None),
+        (
+            "class A:\n    def scaled_dot_product_attention(self, q):\n        return q\n"
+            "    def forward(self, q):\n        return self.scaled_dot_product_attention(q)",
+            None,
+        ),
+        ("def f(q, k, v):\n    return F.scaled_dot_product_attention(q, k, v)", "scaled_dot_product_attention"),
+        (
+            "class A:\n    def scaled_dot_product_attention(self, q):\n        return F.scaled_dot_product_attention(q, q, q)",
+            "scaled_dot_product_attention",
+        ),
+        ("from torch.nn.functional import *\ndef f(q):\n    return scaled_dot_product_attention(q, q, q)", None),
+        ("from torch.nn.functional import scaled_dot_product_attention as s", "scaled_dot_product_attention"),
+        ("import transformer_course.attention as a", "reference package"),
+        ("%time from transformer_course import attention", None),
+        ("from torch.overrides import _pop_mode", "dispatch machinery"),
+    ],
+)
 def test_static_check_reads_code_not_text(source, refused):
     problem = static_problem(source, registry.get("5.3"), {"scaled_dot_product_attention"})
     assert (problem is None) if refused is None else (refused in problem), problem

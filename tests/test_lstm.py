@@ -10,7 +10,12 @@ f64 = dict(dtype=torch.float64)
 
 
 def _weights(d=3, h=4):
-    return (torch.randn(4 * h, d, **f64), torch.randn(4 * h, h, **f64) / h**0.5, torch.randn(4 * h, **f64), torch.randn(4 * h, **f64))
+    return (
+        torch.randn(4 * h, d, **f64),
+        torch.randn(4 * h, h, **f64) / h**0.5,
+        torch.randn(4 * h, **f64),
+        torch.randn(4 * h, **f64),
+    )
 
 
 def _state(b=2, h=4):
@@ -72,7 +77,9 @@ def test_cell_state_is_a_conveyor():
     state = (torch.zeros(1, 1, **f64), torch.ones(1, 1, **f64))
     x = torch.zeros(1, 100, 1, **f64)
     _, (h, c) = lstm_layer(x, state, w_ih, w_hh, b_ih, None)
-    torch.testing.assert_close(c, torch.sigmoid(torch.tensor(10.0, **f64)) ** 100 * torch.ones(1, 1, **f64), atol=1e-12, rtol=0)
+    torch.testing.assert_close(
+        c, torch.sigmoid(torch.tensor(10.0, **f64)) ** 100 * torch.ones(1, 1, **f64), atol=1e-12, rtol=0
+    )
     torch.testing.assert_close(h, 0.5 * torch.tanh(c), atol=1e-12, rtol=0)
 
 
@@ -100,13 +107,29 @@ def test_layer_is_causal():
 @pytest.mark.parametrize(
     "call, error, message",
     [
-        (lambda w: lstm_gates(torch.randn(2, 3, **f64), torch.randn(2, 4, **f64), w[0][:4], *w[1:]), ValueError, r"4 \* hidden_size = 16"),
-        (lambda w: lstm_gates(torch.randn(2, 3, **f64), torch.randn(2, 5, **f64), *w), ValueError, "w_hh must have shape"),
+        (
+            lambda w: lstm_gates(torch.randn(2, 3, **f64), torch.randn(2, 4, **f64), w[0][:4], *w[1:]),
+            ValueError,
+            r"4 \* hidden_size = 16",
+        ),
+        (
+            lambda w: lstm_gates(torch.randn(2, 3, **f64), torch.randn(2, 5, **f64), *w),
+            ValueError,
+            "w_hh must have shape",
+        ),
         (lambda w: lstm_cell(torch.randn(2, 3, **f64), torch.randn(2, 4, **f64), *w), TypeError, r"a pair \(h, c\)"),
-        (lambda w: lstm_cell(torch.randn(2, 3, **f64), (torch.randn(2, 4, **f64), torch.randn(2, 3, **f64)), *w), ValueError, "same shape"),
+        (
+            lambda w: lstm_cell(torch.randn(2, 3, **f64), (torch.randn(2, 4, **f64), torch.randn(2, 3, **f64)), *w),
+            ValueError,
+            "same shape",
+        ),
         (lambda w: lstm_layer(torch.randn(2, 0, 3, **f64), None, *w), ValueError, "at least one time step"),
         (lambda w: LSTM(3, 4)(torch.randn(2, 5, 3), torch.zeros(1, 2, 4)), TypeError, r"a pair \(h0, c0\)"),
-        (lambda w: LSTM(3, 4, 2)(torch.randn(2, 5, 3), (torch.zeros(2, 2, 4), torch.zeros(1, 2, 4))), ValueError, "c0 must have shape"),
+        (
+            lambda w: LSTM(3, 4, 2)(torch.randn(2, 5, 3), (torch.zeros(2, 2, 4), torch.zeros(1, 2, 4))),
+            ValueError,
+            "c0 must have shape",
+        ),
         (lambda w: LSTM(3, 4)(torch.randn(5, 3)), ValueError, "x must have 3 dimensions"),
     ],
 )

@@ -19,7 +19,9 @@ def _layer(d_model=16, n_heads=4, bias=True):
 
 
 def _run_torch(theirs, q, k, v, key_padding=None, attn=None):
-    return theirs(q, k, v, need_weights=True, average_attn_weights=False, **torch_masks(key_padding=key_padding, attn=attn))
+    return theirs(
+        q, k, v, need_weights=True, average_attn_weights=False, **torch_masks(key_padding=key_padding, attn=attn)
+    )
 
 
 def _our_mask(key_padding, attn):
@@ -36,7 +38,9 @@ def test_split_gives_head_i_the_ith_block_of_features():
         assert torch.equal(heads[:, i], x[..., 4 * i : 4 * (i + 1)])
 
 
-@pytest.mark.parametrize("shape, n_heads", [((2, 5, 12), 1), ((2, 5, 12), 3), ((1, 1, 6), 6), ((4, 7), 7), ((2, 3, 4, 8), 2)])
+@pytest.mark.parametrize(
+    "shape, n_heads", [((2, 5, 12), 1), ((2, 5, 12), 3), ((1, 1, 6), 6), ((4, 7), 7), ((2, 3, 4, 8), 2)]
+)
 def test_merge_undoes_split(shape, n_heads):
     x = torch.randn(*shape, **f64)
     assert torch.equal(merge_heads(split_heads(x, n_heads)), x)
@@ -91,8 +95,9 @@ def test_per_head_masks_agree_with_a_3d_attn_mask():
     per_head[..., 0] = True
     with torch.no_grad():
         out, weights = layer(q, k, v, per_head)
-        out_torch, weights_torch = to_torch(layer)(q, k, v, attn_mask=~per_head.reshape(6, 4, 6), need_weights=True,
-                                                   average_attn_weights=False)
+        out_torch, weights_torch = to_torch(layer)(
+            q, k, v, attn_mask=~per_head.reshape(6, 4, 6), need_weights=True, average_attn_weights=False
+        )
     assert (out - out_torch).abs().max().item() < 1e-10 and (weights - weights_torch).abs().max().item() < 1e-10
 
 
@@ -121,15 +126,22 @@ def test_batched_heads_equal_a_loop_over_heads():
         for i in range(3):
             rows = slice(4 * i, 4 * (i + 1))  # head i's rows of the stacked projection weights
             project = lambda x, lin: x @ lin.weight[rows].T + lin.bias[rows]  # noqa: E731
-            head_out, head_weights = scaled_dot_product_attention(project(q, layer.w_q), project(k, layer.w_k),
-                                                                  project(v, layer.w_v), mask)
+            head_out, head_weights = scaled_dot_product_attention(
+                project(q, layer.w_q), project(k, layer.w_k), project(v, layer.w_v), mask
+            )
             torch.testing.assert_close(head_weights, weights[:, i], atol=1e-12, rtol=0)
             heads.append(head_out)
         torch.testing.assert_close(layer.w_o(torch.cat(heads, dim=-1)), out, atol=1e-12, rtol=0)
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.integers(1, 3), st.sampled_from([(8, 1), (8, 2), (12, 3), (12, 4)]), st.integers(1, 5), st.integers(2, 7), st.data())
+@given(
+    st.integers(1, 3),
+    st.sampled_from([(8, 1), (8, 2), (12, 3), (12, 4)]),
+    st.integers(1, 5),
+    st.integers(2, 7),
+    st.data(),
+)
 def test_padding_keys_change_no_output_at_real_positions(batch, sizes, t_q, t_k, data):
     d_model, n_heads = sizes
     layer = _layer(d_model, n_heads)
@@ -187,11 +199,22 @@ def test_agrees_with_nn_multiheadattention_on_gpu():
         (lambda: split_heads(torch.ones(2, 3, 8), 0), ValueError, "positive int"),
         (lambda: split_heads([[1.0]], 1), TypeError, "must be a torch.Tensor"),
         (lambda: merge_heads(torch.ones(3, 4)), ValueError, "at least 3 dimensions"),
-        (lambda: _layer()(torch.ones(2, 3, 8, **f64), torch.ones(2, 3, 16, **f64), torch.ones(2, 3, 16, **f64)),
-         ValueError, "query must have last dimension d_model=16"),
+        (
+            lambda: _layer()(torch.ones(2, 3, 8, **f64), torch.ones(2, 3, 16, **f64), torch.ones(2, 3, 16, **f64)),
+            ValueError,
+            "query must have last dimension d_model=16",
+        ),
         (lambda: _layer()(*_inputs(cross=True), mask=torch.ones(3, 1, 7)), TypeError, "boolean tensor"),
-        (lambda: _layer()(*_inputs(cross=True), mask=torch.ones(1, 1, 1, 1, 7, dtype=torch.bool)), ValueError, "at most 4"),
-        (lambda: _layer()(*_inputs(cross=True), mask=torch.ones(3, 1, 5, dtype=torch.bool)), ValueError, "does not broadcast"),
+        (
+            lambda: _layer()(*_inputs(cross=True), mask=torch.ones(1, 1, 1, 1, 7, dtype=torch.bool)),
+            ValueError,
+            "at most 4",
+        ),
+        (
+            lambda: _layer()(*_inputs(cross=True), mask=torch.ones(3, 1, 5, dtype=torch.bool)),
+            ValueError,
+            "does not broadcast",
+        ),
         (lambda: from_torch(nn.Linear(2, 2)), TypeError, "nn.MultiheadAttention"),
         (lambda: from_torch(nn.MultiheadAttention(8, 2, kdim=4, vdim=4)), ValueError, "kdim = vdim = embed_dim"),
         (lambda: torch_masks(key_padding=torch.ones(2, 5)), ValueError, "boolean tensor"),

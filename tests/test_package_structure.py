@@ -11,8 +11,21 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "transformer_course"
 
 # The chapter each chapter module belongs to; the other modules are shared (data, training, evaluation,
 # the cache, the grader's machinery). grading/chNN.py belongs to chapter NN.
-CHAPTERS = {"rnn": 1, "lstm": 2, "seq2seq": 3, "bahdanau": 4, "attention": 5, "multihead": 6, "positional": 7,
-            "transformer_layers": 8, "transformer": 8, "transformer_torch": 8, "incremental": 8, "decoding": 9}
+CHAPTERS = {
+    "rnn": 1,
+    "lstm": 2,
+    "seq2seq": 3,
+    "bahdanau": 4,
+    "attention": 5,
+    "multihead": 6,
+    "positional": 7,
+    "packed_attention": 8,
+    "transformer_layers": 8,
+    "transformer": 8,
+    "transformer_torch": 8,
+    "incremental": 8,
+    "decoding": 9,
+}
 # Shared modules a grading table may use besides its chapter's own (the training losses and schedules).
 SHARED = {"training"}
 MAX_LINES = 300
@@ -20,7 +33,7 @@ MAX_LINES = 300
 
 def exercise_tables() -> set[str]:
     """grading/chNN.py: declarative exercise tables (cases, mistakes, hints), long because each exercise is."""
-    return {name for name in modules() if name.startswith("grading.ch") and name[len("grading.ch"):].isdigit()}
+    return {name for name in modules() if name.startswith("grading.ch") and name[len("grading.ch") :].isdigit()}
 
 
 def module_name(path: Path) -> str:
@@ -35,8 +48,8 @@ def modules() -> dict[str, Path]:
 def chapter_of(name: str) -> int | None:
     if name in CHAPTERS:
         return CHAPTERS[name]
-    if name.startswith("grading.ch") and name[len("grading.ch"):].isdigit():
-        return int(name[len("grading.ch"):])
+    if name.startswith("grading.ch") and name[len("grading.ch") :].isdigit():
+        return int(name[len("grading.ch") :])
     return None
 
 
@@ -46,8 +59,11 @@ def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
-            targets = [a.name.removeprefix("transformer_course.") for a in node.names
-                       if a.name == "transformer_course" or a.name.startswith("transformer_course.")]
+            targets = [
+                a.name.removeprefix("transformer_course.")
+                for a in node.names
+                if a.name == "transformer_course" or a.name.startswith("transformer_course.")
+            ]
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package[: len(package) - node.level + 1]
@@ -56,8 +72,10 @@ def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
                 module = node.module.removeprefix("transformer_course").removeprefix(".")
             else:
                 continue
-            targets = [f"{module}.{a.name}".lstrip(".") if f"{module}.{a.name}".lstrip(".") in known else module
-                       for a in node.names]
+            targets = [
+                f"{module}.{a.name}".lstrip(".") if f"{module}.{a.name}".lstrip(".") in known else module
+                for a in node.names
+            ]
         else:
             continue
         found.update(t for t in targets if t in known and t != name)
@@ -86,7 +104,7 @@ def test_no_import_cycles(graph):
         path.append(node)
         for nxt in sorted(graph[node]):
             if state.get(nxt) == 1:
-                cycle = path[path.index(nxt):] + [nxt]
+                cycle = path[path.index(nxt) :] + [nxt]
                 pytest.fail("import cycle: " + " -> ".join(cycle))
             if nxt not in state:
                 visit(nxt)
@@ -131,6 +149,9 @@ def test_every_graded_chapter_names_its_module_here(graph):
 
 
 def test_modules_are_short():
-    long = {name: n for name, path in modules().items()
-            if name not in exercise_tables() and (n := len(path.read_text().splitlines())) > MAX_LINES}
+    long = {
+        name: n
+        for name, path in modules().items()
+        if name not in exercise_tables() and (n := len(path.read_text().splitlines())) > MAX_LINES
+    }
     assert not long, f"modules over {MAX_LINES} lines (split them by what they hold): {long}"

@@ -24,7 +24,9 @@ def _paper(n_positions, d_model, base=10000.0):
     return torch.tensor(
         [
             [
-                math.sin(pos / base ** (2 * (j // 2) / d_model)) if j % 2 == 0 else math.cos(pos / base ** (2 * (j // 2) / d_model))
+                math.sin(pos / base ** (2 * (j // 2) / d_model))
+                if j % 2 == 0
+                else math.cos(pos / base ** (2 * (j // 2) / d_model))
                 for j in range(d_model)
             ]
             for pos in range(n_positions)
@@ -35,8 +37,9 @@ def _paper(n_positions, d_model, base=10000.0):
 
 @pytest.mark.parametrize("n_positions, d_model", [(1, 2), (20, 16), (50, 64), (7, 512)])
 def test_table_is_the_papers_formula(n_positions, d_model):
-    torch.testing.assert_close(sinusoidal_encoding(n_positions, d_model, dtype=torch.float64), _paper(n_positions, d_model),
-                               atol=1e-12, rtol=0)
+    torch.testing.assert_close(
+        sinusoidal_encoding(n_positions, d_model, dtype=torch.float64), _paper(n_positions, d_model), atol=1e-12, rtol=0
+    )
 
 
 def test_first_row_and_known_values():
@@ -53,8 +56,9 @@ def test_concatenated_variant_is_a_column_permutation():
 
 
 def test_other_bases_and_the_frequencies():
-    torch.testing.assert_close(sinusoidal_encoding(10, 8, base=1000.0, dtype=torch.float64), _paper(10, 8, base=1000.0),
-                               atol=1e-12, rtol=0)
+    torch.testing.assert_close(
+        sinusoidal_encoding(10, 8, base=1000.0, dtype=torch.float64), _paper(10, 8, base=1000.0), atol=1e-12, rtol=0
+    )
     w = frequencies(512)
     assert w[0].item() == 1.0 and w.shape == (256,) and bool((w[1:] < w[:-1]).all())
     assert 2 * math.pi / w[-1].item() == pytest.approx(2 * math.pi * 10000 ** (510 / 512))
@@ -68,7 +72,9 @@ def test_dtype_follows_the_default_but_values_are_computed_in_float64():
 
 
 def test_a_shorter_table_is_a_prefix_of_a_longer_one():
-    assert torch.equal(sinusoidal_encoding(40, 32, dtype=torch.float64), sinusoidal_encoding(400, 32, dtype=torch.float64)[:40])
+    assert torch.equal(
+        sinusoidal_encoding(40, 32, dtype=torch.float64), sinusoidal_encoding(400, 32, dtype=torch.float64)[:40]
+    )
 
 
 @settings(max_examples=40, deadline=None)

@@ -72,7 +72,8 @@ def test_a_registered_exercise_without_a_cell_is_an_error():
 
 def test_points_must_match_the_registry():
     cell = nbformat.v4.new_code_cell(
-        "# EXERCISE 5.1 (9 points): x\n### BEGIN SOLUTION\n### END SOLUTION", metadata={"exercise": {"id": "5.1", "points": 9}}
+        "# EXERCISE 5.1 (9 points): x\n### BEGIN SOLUTION\n### END SOLUTION",
+        metadata={"exercise": {"id": "5.1", "points": 9}},
     )
     with pytest.raises(ValueError, match="says 9 points, the registry 2"):
         make_student(_solution(cell), 5, "05_x.ipynb")
@@ -106,7 +107,7 @@ def test_student_exercise_cells_define_what_the_solutions_define(course_root):
             if ex is None:
                 continue
             j = in_student[ex]
-            after = next(c for c in student[j + 1:] if c["cell_type"] == "code")
+            after = next(c for c in student[j + 1 :] if c["cell_type"] == "code")
             defined = _top_level_names("".join(student[j]["source"])) | _top_level_names("".join(after["source"]))
             missing = _top_level_names("".join(solution[i]["source"])) - defined
             assert not missing, f"{path.name}, exercise {ex}: the student's version never defines {missing}"
@@ -116,7 +117,9 @@ def test_citation_roles_become_author_year_text(course_root):
     cell = nbformat.v4.new_markdown_cell(
         "As {cite:t}`vaswani2017attention` show, attention suffices {cite:p}`bahdanau2015neural,hochreiter1997long`."
     )
-    student = make_student(_solution(cell, *_exercise_cells(5)), 5, "05_x.ipynb", course_root / "book" / "references.bib")
+    student = make_student(
+        _solution(cell, *_exercise_cells(5)), 5, "05_x.ipynb", course_root / "book" / "references.bib"
+    )
     assert student.cells[2].source == (
         "As Vaswani et al. (2017) show, attention suffices (Bahdanau et al., 2015; Hochreiter and Schmidhuber, 1997)."
     )

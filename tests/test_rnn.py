@@ -93,7 +93,9 @@ def test_step_jacobian_matches_autograd():
     x, h = torch.randn(3, 3, **f64), torch.randn(3, 4, **f64).tanh()
     h_t = rnn_cell(x, h, w_ih, w_hh, b_ih, b_hh)
     for b in range(3):
-        auto = torch.autograd.functional.jacobian(lambda hb: rnn_cell(x[b:b + 1], hb[None], w_ih, w_hh, b_ih, b_hh)[0], h[b])
+        auto = torch.autograd.functional.jacobian(
+            lambda hb: rnn_cell(x[b : b + 1], hb[None], w_ih, w_hh, b_ih, b_hh)[0], h[b]
+        )
         torch.testing.assert_close(rnn_step_jacobian(h_t, w_hh)[b], auto, atol=1e-12, rtol=0)
 
 
@@ -101,15 +103,35 @@ def test_step_jacobian_matches_autograd():
     "call, error, message",
     [
         (lambda w: rnn_cell(torch.randn(2, 3, **f64), torch.randn(3, 4, **f64), *w), ValueError, "same batch size"),
-        (lambda w: rnn_cell(torch.randn(2, 5, **f64), torch.randn(2, 4, **f64), *w), ValueError, "w_ih must have shape"),
-        (lambda w: rnn_cell(torch.randn(2, 3, **f64), torch.randn(2, 4, **f64), w[0], w[1].T[:3], *w[2:]), ValueError, "w_hh must have shape"),
-        (lambda w: rnn_cell(torch.randn(2, 3, **f64), torch.randn(2, 4, **f64), w[0], w[1], w[2][:2], w[3]), ValueError, "b_ih must have shape"),
+        (
+            lambda w: rnn_cell(torch.randn(2, 5, **f64), torch.randn(2, 4, **f64), *w),
+            ValueError,
+            "w_ih must have shape",
+        ),
+        (
+            lambda w: rnn_cell(torch.randn(2, 3, **f64), torch.randn(2, 4, **f64), w[0], w[1].T[:3], *w[2:]),
+            ValueError,
+            "w_hh must have shape",
+        ),
+        (
+            lambda w: rnn_cell(torch.randn(2, 3, **f64), torch.randn(2, 4, **f64), w[0], w[1], w[2][:2], w[3]),
+            ValueError,
+            "b_ih must have shape",
+        ),
         (lambda w: rnn_cell([[1.0, 2.0, 3.0]], torch.randn(1, 4, **f64), *w), TypeError, "must be a torch.Tensor"),
         (lambda w: rnn_layer(torch.randn(5, 3, **f64), None, *w), ValueError, "x must have 3 dimensions"),
         (lambda w: rnn_layer(torch.randn(2, 0, 3, **f64), None, *w), ValueError, "at least one time step"),
-        (lambda w: rnn_step_jacobian(torch.randn(2, 4, **f64), torch.randn(3, 3, **f64)), ValueError, "w_hh must have shape"),
+        (
+            lambda w: rnn_step_jacobian(torch.randn(2, 4, **f64), torch.randn(3, 3, **f64)),
+            ValueError,
+            "w_hh must have shape",
+        ),
         (lambda w: RNN(3, 4)(torch.randn(2, 5, 6)), ValueError, "input_size = 3"),
-        (lambda w: RNN(3, 4, num_layers=2)(torch.randn(2, 5, 3), torch.randn(1, 2, 4)), ValueError, "h0 must have shape"),
+        (
+            lambda w: RNN(3, 4, num_layers=2)(torch.randn(2, 5, 3), torch.randn(1, 2, 4)),
+            ValueError,
+            "h0 must have shape",
+        ),
         (lambda w: RNN(3, 0), ValueError, "hidden_size must be a positive int"),
     ],
 )

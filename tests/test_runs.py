@@ -16,10 +16,12 @@ def _load(name: str) -> dict:
 
 
 # Training runs of the command-line trainer; the folder also holds benchmark results, which have no curve.
-RUNS = sorted(p.name for p in files("transformer_course.runs").iterdir()
-              if p.name.endswith(".json") and "curve" in _load(p.name))
-RUNS += sorted(f"reference/{p.name}" for p in files("transformer_course.reference").iterdir()
-               if p.name.endswith("-ref.json"))
+RUNS = sorted(
+    p.name for p in files("transformer_course.runs").iterdir() if p.name.endswith(".json") and "curve" in _load(p.name)
+)
+RUNS += sorted(
+    f"reference/{p.name}" for p in files("transformer_course.reference").iterdir() if p.name.endswith("-ref.json")
+)
 
 
 def test_the_chapter_8_runs_are_there():

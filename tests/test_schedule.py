@@ -18,7 +18,8 @@ def test_every_model_a_notebook_uses_trains_first(course_root):
     assert used - {"transformer-gpu"} == set(MODELS)  # the GPU configuration trains only on a GPU, in chapter 8
     assert {p.stem for p in solutions if _models(p)} == set(LOADERS)
     assert _queue_key(_Item(course_root / "tests" / "test_trained_models.py", trains=True)) < min(
-        _queue_key(_Item(p)) for p in solutions)
+        _queue_key(_Item(p)) for p in solutions
+    )
 
 
 def test_loaders_then_the_rest(course_root):

@@ -151,12 +151,17 @@ def test_in_a_notebook_a_solved_exercise_passes_with_the_same_words(shell, capsy
     assert shell.user_ns["attention_scores"].__module__ == "__main__"
 
 
-@pytest.mark.parametrize("broken, error", [
-    ("# EXERCISE 5.1 (2 points): attention scores\ndef attention_scores(q, k)\n    return q\n", "SyntaxError"),
-    ("# EXERCISE 5.1 (2 points): attention scores\ndef attention_scores(q, k):\nreturn q\n", "IndentationError"),
-    ("# EXERCISE 5.1 (2 points): attention scores\nscale = undefined_name\ndef attention_scores(q, k):\n    return q\n",
-     "NameError"),
-])
+@pytest.mark.parametrize(
+    "broken, error",
+    [
+        ("# EXERCISE 5.1 (2 points): attention scores\ndef attention_scores(q, k)\n    return q\n", "SyntaxError"),
+        ("# EXERCISE 5.1 (2 points): attention scores\ndef attention_scores(q, k):\nreturn q\n", "IndentationError"),
+        (
+            "# EXERCISE 5.1 (2 points): attention scores\nscale = undefined_name\ndef attention_scores(q, k):\n    return q\n",
+            "NameError",
+        ),
+    ],
+)
 def test_a_broken_exercise_cell_never_passes_on_the_earlier_binding(shell, capsys, broken, error):
     # The notebook ran once with the exercise blank: the check bound the name to the reference.
     _run(shell, BLANK_5_1)
@@ -192,7 +197,9 @@ def test_the_check_again_without_running_the_exercise_tests_its_latest_run_not_t
 
 def test_restart_and_run_all_reaches_the_end_after_a_broken_exercise(shell, capsys):
     # A fresh kernel: the exercise cell fails before it defines anything, so the name does not exist.
-    assert not _run(shell, "# EXERCISE 5.1 (2 points): attention scores\ndef attention_scores(q, k):\nreturn q\n").success
+    assert not _run(
+        shell, "# EXERCISE 5.1 (2 points): attention scores\ndef attention_scores(q, k):\nreturn q\n"
+    ).success
     assert "attention_scores" not in shell.user_ns
     result = _run(shell, CHECK_5_1)
     assert result.success, result.error_in_exec  # not a NameError: Run All goes on

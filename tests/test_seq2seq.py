@@ -50,8 +50,12 @@ def test_padding_does_not_change_the_model_output():
     model = seq2seq.Seq2Seq(12, 8, 4, 6).double()
     short = make_batch([[4, 5, 6]], [[3, 4]], 0, 2)
     padded = make_batch([[4, 5, 6], [4, 5, 6, 7, 8, 9]], [[3, 4], [3, 4]], 0, 2)
-    torch.testing.assert_close(model(padded.src, padded.src_mask, padded.tgt)[:1],
-                               model(short.src, short.src_mask, short.tgt), atol=1e-12, rtol=0)
+    torch.testing.assert_close(
+        model(padded.src, padded.src_mask, padded.tgt)[:1],
+        model(short.src, short.src_mask, short.tgt),
+        atol=1e-12,
+        rtol=0,
+    )
 
 
 def test_training_reduces_the_loss_and_the_cache_answers(tmp_path, monkeypatch):

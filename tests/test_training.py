@@ -30,7 +30,9 @@ def test_label_smoothed_loss_ignores_padding_and_rejects_bad_input():
     mask = torch.tensor([[True, True, False, False], [True, False, False, False]])
     changed = logits.clone()
     changed[~mask] = 100.0  # whatever the model says at padding does not count
-    assert torch.equal(training.label_smoothed_loss(logits, targets, mask), training.label_smoothed_loss(changed, targets, mask))
+    assert torch.equal(
+        training.label_smoothed_loss(logits, targets, mask), training.label_smoothed_loss(changed, targets, mask)
+    )
     with pytest.raises(ValueError, match="smoothing"):
         training.label_smoothed_loss(logits, targets, mask, 1.0)
     with pytest.raises(ValueError, match="shape|logits"):
@@ -101,8 +103,9 @@ def test_a_time_budget_stops_training_and_evaluation_is_not_counted():
         calls.append(m.training)
         return 1.0
 
-    history = training.fit(model, batches, training.Settings(seconds=0.5, eval_every_seconds=0.2), evaluate=slow_eval,
-                           progress=False)
+    history = training.fit(
+        model, batches, training.Settings(seconds=0.5, eval_every_seconds=0.2), evaluate=slow_eval, progress=False
+    )
     assert 0.5 <= history["seconds"] < 1.5 and len(calls) >= 2 and not any(calls)
     assert [e[1] for e in history["eval"]] == sorted(e[1] for e in history["eval"])
 
@@ -121,17 +124,37 @@ def test_settings_need_a_budget_and_devices_are_checked():
 def test_bf16_training_on_a_gpu():
     config, vocab_size, batches = _tiny_setup()
     model = build_model(config, vocab_size).cuda()
-    history = training.fit(model, batches, training.Settings(steps=30, warmup=5), device=torch.device("cuda"),
-                           progress=False)
+    history = training.fit(
+        model, batches, training.Settings(steps=30, warmup=5), device=torch.device("cuda"), progress=False
+    )
     assert history["loss"][-1] < history["loss"][0] and history["device"].startswith("cuda")
 
 
 def test_two_processes_under_torchrun_keep_identical_parameters(tmp_path):
     out = tmp_path / "run.json"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TQDM_DISABLE": "1"}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-           "-m", "transformer_course.train", "--config", "transformer-tiny", "--data", "copy", "--steps", "6",
-           "--device", "cpu", "--threads", "1", "--no-progress", "--out", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node=2",
+        "-m",
+        "transformer_course.train",
+        "--config",
+        "transformer-tiny",
+        "--data",
+        "copy",
+        "--steps",
+        "6",
+        "--device",
+        "cpu",
+        "--threads",
+        "1",
+        "--no-progress",
+        "--out",
+        str(out),
+    ]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     result = json.loads(out.read_text())
@@ -140,10 +163,32 @@ def test_two_processes_under_torchrun_keep_identical_parameters(tmp_path):
     assert len(digests) == 2 and digests[0] == digests[1]
     # ... and the two processes did train: a single process with the same seed ends elsewhere
     single = tmp_path / "single.json"
-    done = subprocess.run([sys.executable, "-m", "transformer_course.train", "--config", "transformer-tiny", "--data",
-                           "copy", "--steps", "6", "--device", "cpu", "--threads", "1", "--no-progress", "--out",
-                           str(single), "--save", str(tmp_path / "w.pt")], env=env, capture_output=True, text=True,
-                          timeout=240)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "transformer_course.train",
+            "--config",
+            "transformer-tiny",
+            "--data",
+            "copy",
+            "--steps",
+            "6",
+            "--device",
+            "cpu",
+            "--threads",
+            "1",
+            "--no-progress",
+            "--out",
+            str(single),
+            "--save",
+            str(tmp_path / "w.pt"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(single.read_text())
     assert result["parameter_digests"][0] != digests[0]
@@ -161,12 +206,26 @@ def test_two_processes_under_torchrun_keep_identical_parameters(tmp_path):
 def test_set_overrides_keys_of_the_configuration_and_refuses_unknown_ones():
     from transformer_course.train import _parser, configuration
 
-    args = _parser().parse_args(["--config", "transformer-cpu", "--steps", "1", "--set", "dropout=0", "d_ff=512",
-                                 "smoothing=0.05", "norm_first=false"])
+    args = _parser().parse_args(
+        [
+            "--config",
+            "transformer-cpu",
+            "--steps",
+            "1",
+            "--set",
+            "dropout=0",
+            "d_ff=512",
+            "smoothing=0.05",
+            "norm_first=false",
+        ]
+    )
     config = configuration(args)
     assert config["dropout"] == 0 and config["d_ff"] == 512 and config["smoothing"] == 0.05
     assert config["norm_first"] is False and config["d_model"] == CONFIGS["transformer-cpu"]["d_model"]
-    assert configuration(_parser().parse_args(["--config", "transformer-cpu", "--steps", "1"])) == CONFIGS["transformer-cpu"]
+    assert (
+        configuration(_parser().parse_args(["--config", "transformer-cpu", "--steps", "1"]))
+        == CONFIGS["transformer-cpu"]
+    )
     with pytest.raises(SystemExit, match="--set d_emb: not a key of the transformer configurations"):
         configuration(_parser().parse_args(["--config", "transformer-cpu", "--steps", "1", "--set", "d_emb=8"]))
 

@@ -35,8 +35,9 @@ def _model(norm_first=False, use_sdpa=True, **kw):
     """A small float64 model with every bias and LayerNorm parameter random, so that none can hide a mistake."""
     cfg = dict(d_model=16, n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=32, dropout=0.0, max_len=40)
     cfg.update(kw)
-    model = Transformer(cfg.pop("src_vocab", SRC_V), cfg.pop("tgt_vocab", TGT_V), norm_first=norm_first,
-                        use_sdpa=use_sdpa, **cfg).double()
+    model = Transformer(
+        cfg.pop("src_vocab", SRC_V), cfg.pop("tgt_vocab", TGT_V), norm_first=norm_first, use_sdpa=use_sdpa, **cfg
+    ).double()
     with torch.no_grad():
         for name, p in model.named_parameters():
             if p.dim() == 1:
@@ -96,30 +97,65 @@ def test_agrees_with_nn_transformer_in_float64(norm_first, use_sdpa):
     holes = torch.rand(4, 6) > 0.4
     holes[:, 0] = True
     y = theirs.positional(theirs.tgt_embed(tgt_in) * math.sqrt(16))
-    states_torch = theirs.transformer.decoder(y, memory_torch, tgt_mask=~torch.ones(6, 6, dtype=torch.bool).tril(),
-                                              tgt_key_padding_mask=~holes, memory_key_padding_mask=~src_mask)
+    states_torch = theirs.transformer.decoder(
+        y,
+        memory_torch,
+        tgt_mask=~torch.ones(6, 6, dtype=torch.bool).tril(),
+        tgt_key_padding_mask=~holes,
+        memory_key_padding_mask=~src_mask,
+    )
     assert _max_diff(ours.decode(memory, src_mask, tgt_in, holes), theirs.out(states_torch), holes) < 1e-10
 
 
 @pytest.mark.parametrize("norm_first", [False, True], ids=["post-norm", "pre-norm"])
 def test_copy_from_torch_gives_the_same_function(norm_first):
     torch.manual_seed(3)
-    theirs = TorchTransformer(SRC_V, TGT_V, d_model=16, n_heads=2, n_encoder_layers=2, n_decoder_layers=3, d_ff=24,
-                              dropout=0.0, norm_first=norm_first, max_len=40).double()
+    theirs = TorchTransformer(
+        SRC_V,
+        TGT_V,
+        d_model=16,
+        n_heads=2,
+        n_encoder_layers=2,
+        n_decoder_layers=3,
+        d_ff=24,
+        dropout=0.0,
+        norm_first=norm_first,
+        max_len=40,
+    ).double()
     with torch.no_grad():
         for p in theirs.parameters():
             if p.dim() == 1:
                 p.normal_(0, 0.3)
-    ours = Transformer(SRC_V, TGT_V, d_model=16, n_heads=2, n_encoder_layers=2, n_decoder_layers=3, d_ff=24,
-                       dropout=0.0, norm_first=norm_first, max_len=40).double()
+    ours = Transformer(
+        SRC_V,
+        TGT_V,
+        d_model=16,
+        n_heads=2,
+        n_encoder_layers=2,
+        n_decoder_layers=3,
+        d_ff=24,
+        dropout=0.0,
+        norm_first=norm_first,
+        max_len=40,
+    ).double()
     copy_from_torch(ours, theirs.transformer, theirs.src_embed, theirs.tgt_embed, theirs.out)
     src, src_mask, tgt = _batch()
     ours.train(), theirs.train()
     assert _max_diff(ours(src, src_mask, tgt), theirs(src, src_mask, tgt), _decoder_real(tgt)) < 1e-10
     # and back again: every parameter of nn.Transformer is covered by the name map, and survives the round trip
     assert set(parameter_names(ours).values()) == set(dict(theirs.transformer.named_parameters()))
-    fresh = TorchTransformer(SRC_V, TGT_V, d_model=16, n_heads=2, n_encoder_layers=2, n_decoder_layers=3, d_ff=24,
-                             dropout=0.0, norm_first=norm_first, max_len=40).double()
+    fresh = TorchTransformer(
+        SRC_V,
+        TGT_V,
+        d_model=16,
+        n_heads=2,
+        n_encoder_layers=2,
+        n_decoder_layers=3,
+        d_ff=24,
+        dropout=0.0,
+        norm_first=norm_first,
+        max_len=40,
+    ).double()
     copy_to_torch(ours, fresh.transformer, fresh.src_embed, fresh.tgt_embed, fresh.out)
     assert all(torch.equal(a, b) for a, b in zip(fresh.state_dict().values(), theirs.state_dict().values()))
 
@@ -233,7 +269,9 @@ def test_packing_round_trip():
 
 
 def test_tied_embeddings_share_one_parameter():
-    shared = Transformer(20, 20, d_model=16, n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=32, tie_embeddings=True)
+    shared = Transformer(
+        20, 20, d_model=16, n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=32, tie_embeddings=True
+    )
     assert shared.src_embed.weight is shared.tgt_embed.weight is shared.out.weight
     untied = Transformer(20, 20, d_model=16, n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=32)
     n = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
@@ -243,8 +281,9 @@ def test_tied_embeddings_share_one_parameter():
     F.cross_entropy(shared(src, src_mask, tgt).flatten(0, 1), tgt.flatten()).backward()
     torch.optim.SGD(shared.parameters(), lr=1.0).step()
     assert shared.src_embed.weight is shared.out.weight
-    different = Transformer(20, 30, d_model=16, n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=32,
-                            tie_embeddings=True)
+    different = Transformer(
+        20, 30, d_model=16, n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=32, tie_embeddings=True
+    )
     assert different.tgt_embed.weight is different.out.weight and different.src_embed is not different.tgt_embed
 
 
@@ -314,18 +353,37 @@ def _ok():
         (lambda: EncoderLayer(10, 3, 8), ValueError, "divisible by n_heads=3"),
         (lambda: (m := _ok())[0](m[1].float(), m[2], m[3]), TypeError, "src must be an int64 tensor"),
         (lambda: (m := _ok())[0](m[1], m[2].long(), m[3]), TypeError, "src_mask must be a boolean tensor"),
-        (lambda: (m := _ok())[0](m[1], m[2][:, :5], m[3]), ValueError, r"src_mask must have the shape of src, \(4, 7\)"),
+        (
+            lambda: (m := _ok())[0](m[1], m[2][:, :5], m[3]),
+            ValueError,
+            r"src_mask must have the shape of src, \(4, 7\)",
+        ),
         (lambda: (m := _ok())[0](m[1], m[2], m[3][:2]), ValueError, "batch size 4 but tgt 2"),
         (lambda: (m := _ok())[0](m[1][0], m[2][0], m[3]), ValueError, r"shape \(B, T\)"),
         (lambda: (m := _ok())[0](m[1], m[2], m[3] + TGT_V), ValueError, "outside the vocabulary 0 .. 16"),
         (lambda: (m := _ok())[0](m[1], m[2] & False, m[3]), ValueError, "at least one real token"),
-        (lambda: _model()(torch.ones(1, 41, dtype=torch.long), torch.ones(1, 41, dtype=torch.bool),
-                          torch.ones(1, 3, dtype=torch.long)), ValueError, "41 positions, more than the model's max_len=40"),
+        (
+            lambda: _model()(
+                torch.ones(1, 41, dtype=torch.long),
+                torch.ones(1, 41, dtype=torch.bool),
+                torch.ones(1, 3, dtype=torch.long),
+            ),
+            ValueError,
+            "41 positions, more than the model's max_len=40",
+        ),
         (lambda: (m := _ok())[0](m[1], m[2], torch.ones(4, 41, dtype=torch.long)), ValueError, "tgt has 41 positions"),
         (lambda: (m := _ok())[0].generate(m[1], m[2], 41), ValueError, "max_len=41 is more"),
         (lambda: (m := _ok())[0].generate(m[1], m[2], 0), ValueError, "max_len must be a positive int"),
-        (lambda: (m := _ok())[0].decode(torch.ones(4, 7, 8), m[2], m[3]), ValueError, r"memory must be a tensor \(B, T_x, d_model=16\)"),
-        (lambda: (m := _ok())[0].decode(torch.ones(4, 7, 16), m[2][:, :3], m[3]), ValueError, "src_mask must be a boolean tensor of shape"),
+        (
+            lambda: (m := _ok())[0].decode(torch.ones(4, 7, 8), m[2], m[3]),
+            ValueError,
+            r"memory must be a tensor \(B, T_x, d_model=16\)",
+        ),
+        (
+            lambda: (m := _ok())[0].decode(torch.ones(4, 7, 16), m[2][:, :3], m[3]),
+            ValueError,
+            "src_mask must be a boolean tensor of shape",
+        ),
     ],
 )
 def test_bad_input_gets_a_clear_error(call, error, message):
@@ -348,8 +406,18 @@ def test_a_tiny_model_learns_to_copy():
         src[i, : len(s)] = s
         tgt[i, : len(s) + 1] = torch.cat([s, torch.tensor([EOS])])
     src_mask = src != PAD
-    model = Transformer(13, 13, d_model=32, n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=64, dropout=0.0,
-                        max_len=16, tie_embeddings=True)
+    model = Transformer(
+        13,
+        13,
+        d_model=32,
+        n_heads=2,
+        n_encoder_layers=1,
+        n_decoder_layers=1,
+        d_ff=64,
+        dropout=0.0,
+        max_len=16,
+        tie_embeddings=True,
+    )
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
     for _ in range(300):
         loss = F.cross_entropy(model(src, src_mask, tgt).flatten(0, 1), tgt.flatten(), ignore_index=PAD)
@@ -372,7 +440,9 @@ def test_a_tiny_model_learns_to_copy():
 # GPU ---------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (bf16 autocast); CI and most laptops have none")
+@pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="needs a CUDA GPU (bf16 autocast); CI and most laptops have none"
+)
 def test_bf16_autocast_forward_and_backward_on_gpu():
     model = Transformer(50, 60, d_model=64, n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=128).cuda()
     src, src_mask, tgt = (t.cuda() for t in _batch())
@@ -381,10 +451,13 @@ def test_bf16_autocast_forward_and_backward_on_gpu():
     assert logits.dtype == torch.bfloat16 and logits.shape == (4, 6, 60)
     loss = F.cross_entropy(logits.float().flatten(0, 1), tgt.flatten(), ignore_index=PAD)
     loss.backward()
-    assert torch.isfinite(loss) and all(p.grad is not None and torch.isfinite(p.grad).all()
-                                        for p in model.parameters() if p.requires_grad)
+    assert torch.isfinite(loss) and all(
+        p.grad is not None and torch.isfinite(p.grad).all() for p in model.parameters() if p.requires_grad
+    )
     # and in float32 it agrees with nn.Transformer on the GPU too
-    exact = Transformer(50, 60, d_model=64, n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=128, dropout=0.0).cuda()
+    exact = Transformer(
+        50, 60, d_model=64, n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=128, dropout=0.0
+    ).cuda()
     theirs = to_torch(exact)
     with torch.no_grad():
         diff = (exact(src, src_mask, tgt) - theirs(src, src_mask, tgt))[_decoder_real(tgt)].abs().max().item()

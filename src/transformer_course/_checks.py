@@ -55,6 +55,6 @@ def check_values(ids: list[tuple[str, Tensor, int]], masks: list[tuple[str, Tens
         low, high = values[2 * i], values[2 * i + 1]
         if low < 0 or high >= vocab:
             raise ValueError(f"{name} holds token ids from {low} to {high}, outside the vocabulary 0 .. {vocab - 1}")
-    for (name, _), nonempty in zip(masks, values[2 * len(ids):]):
+    for (name, _), nonempty in zip(masks, values[2 * len(ids) :]):
         if not nonempty:
             raise ValueError(f"every sequence needs at least one real token, but a row of {name} is all False")

@@ -60,9 +60,7 @@ def padding_mask(lengths: Tensor, t: int) -> Tensor:
     return (positions[None, :] < lengths[:, None])[:, None, :]  # (B, 1, t)
 
 
-def scaled_dot_product_attention(
-    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None
-) -> tuple[Tensor, Tensor]:
+def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """softmax(q k^T / sqrt(d_k)) v, with an optional boolean mask (True = may attend).
 
     q: (..., T_q, d_k), k: (..., T_k, d_k), v: (..., T_k, d_v), mask broadcastable to (..., T_q, T_k)
@@ -73,7 +71,9 @@ def scaled_dot_product_attention(
     """
     require_tensor("v", v, min_dim=2)
     if k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"keys and values must have the same length T_k, got k {tuple(k.shape)} and v {tuple(v.shape)}")
+        raise ValueError(
+            f"keys and values must have the same length T_k, got k {tuple(k.shape)} and v {tuple(v.shape)}"
+        )
     scores = attention_scores(q, k)  # (..., T_q, T_k)
     if mask is not None:
         require_tensor("mask", mask, min_dim=1)

@@ -85,8 +85,16 @@ class AttentionDecoderStep(nn.Module):
     layer's weight with the target embedding (d_readout must equal d_emb).
     """
 
-    def __init__(self, vocab_size: int, d_emb: int, d_hidden: int, d_enc: int, d_att: int,
-                 d_readout: int | None = None, tie: bool = False) -> None:
+    def __init__(
+        self,
+        vocab_size: int,
+        d_emb: int,
+        d_hidden: int,
+        d_enc: int,
+        d_att: int,
+        d_readout: int | None = None,
+        tie: bool = False,
+    ) -> None:
         super().__init__()
         self.embedding = nn.Embedding(vocab_size, d_emb)
         self.W = nn.Linear(d_hidden, d_att, bias=False)
@@ -100,15 +108,17 @@ class AttentionDecoderStep(nn.Module):
             self.out = nn.Linear(d_hidden + d_enc, vocab_size)
         else:
             if tie and d_readout != d_emb:
-                raise ValueError(f"to tie the output layer to the embedding, d_readout ({d_readout}) must equal "
-                                 f"d_emb ({d_emb})")
+                raise ValueError(
+                    f"to tie the output layer to the embedding, d_readout ({d_readout}) must equal d_emb ({d_emb})"
+                )
             self.readout = nn.Linear(d_hidden + d_enc, d_readout)
             self.out = nn.Linear(d_readout, vocab_size)
             if tie:
                 self.out.weight = self.embedding.weight
 
-    def attend(self, y_prev: Tensor, s: Tensor, h: Tensor, mask: Tensor | None = None,
-               keys: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
+    def attend(
+        self, y_prev: Tensor, s: Tensor, h: Tensor, mask: Tensor | None = None, keys: Tensor | None = None
+    ) -> tuple[Tensor, Tensor, Tensor]:
         """The step without its output layer: (s_new (B, H), context (B, H_enc), weights (B, T)).
 
         ``keys`` = self.U(h) may be passed in precomputed: it does not change from step to step.
@@ -128,8 +138,9 @@ class AttentionDecoderStep(nn.Module):
             features = torch.tanh(self.readout(features))
         return self.out(features)
 
-    def forward(self, y_prev: Tensor, s: Tensor, h: Tensor, mask: Tensor | None = None,
-                keys: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
+    def forward(
+        self, y_prev: Tensor, s: Tensor, h: Tensor, mask: Tensor | None = None, keys: Tensor | None = None
+    ) -> tuple[Tensor, Tensor, Tensor]:
         s_new, context, weights = self.attend(y_prev, s, h, mask, keys)
         return self.project(s_new, context), s_new, weights
 
@@ -137,8 +148,18 @@ class AttentionDecoderStep(nn.Module):
 class AttentionSeq2Seq(nn.Module):
     """The encoder of chapter 3 with an attention decoder: every encoder state stays available at every step."""
 
-    def __init__(self, src_vocab: int, tgt_vocab: int, d_emb: int = 32, d_hidden: int = 128, d_att: int = 64,
-                 bos_id: int = 1, d_readout: int | None = None, tie: bool = False, eos_id: int = 2) -> None:
+    def __init__(
+        self,
+        src_vocab: int,
+        tgt_vocab: int,
+        d_emb: int = 32,
+        d_hidden: int = 128,
+        d_att: int = 64,
+        bos_id: int = 1,
+        d_readout: int | None = None,
+        tie: bool = False,
+        eos_id: int = 2,
+    ) -> None:
         super().__init__()
         self.encoder = Encoder(src_vocab, d_emb, d_hidden)
         self.decoder = AttentionDecoderStep(tgt_vocab, d_emb, d_hidden, d_hidden, d_att, d_readout, tie)

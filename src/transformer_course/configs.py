@@ -14,45 +14,152 @@ CONFIGS: dict[str, dict] = {
     # a warm-up then inverse-square-root schedule: the chapters compare what each architecture learns in the
     # same time on the same machine. A time budget, not a number of steps, also bounds the cost of a notebook
     # on a slower machine (it trains fewer steps there, and its stored BLEU is checked with a tolerance).
-    "seq2seq-cpu": {"model": "seq2seq", "d_emb": 256, "d_hidden": 256, "max_tokens": 1000, "peak_lr": 3e-3,
-                    "warmup": 50, "seconds": 300},
+    "seq2seq-cpu": {
+        "model": "seq2seq",
+        "d_emb": 256,
+        "d_hidden": 256,
+        "max_tokens": 1000,
+        "peak_lr": 3e-3,
+        "warmup": 50,
+        "seconds": 300,
+    },
     # Tuned for BLEU after 5 minutes on 2 cores (the sweep is in book/instructor.md): embeddings, attention and
     # readout of 128 make a step about a quarter cheaper than at 256, and 700-token batches at a peak of 8e-3 give
     # more updates in the same time.
-    "bahdanau-cpu": {"model": "bahdanau", "d_emb": 128, "d_hidden": 256, "d_att": 128, "d_readout": 128,
-                     "tie": True, "max_tokens": 700, "peak_lr": 8e-3, "warmup": 70, "seconds": 300},
+    "bahdanau-cpu": {
+        "model": "bahdanau",
+        "d_emb": 128,
+        "d_hidden": 256,
+        "d_att": 128,
+        "d_readout": 128,
+        "tie": True,
+        "max_tokens": 700,
+        "peak_lr": 8e-3,
+        "warmup": 70,
+        "seconds": 300,
+    },
     # Tuned for validation BLEU after 5 minutes on 2 cores (12 trials, the sweep is in book/instructor.md): without
     # dropout (five minutes see each training pair less than once, so there is nothing to regularise yet, and a step
     # without dropout's masks is cheaper), narrower (d_model 192 instead of 256) and on batches of 600 tokens: more,
     # cheaper updates.
-    "transformer-cpu": {"model": "transformer", "d_model": 192, "n_heads": 4, "n_encoder_layers": 2,
-                        "n_decoder_layers": 2, "d_ff": 768, "dropout": 0.0, "norm_first": True,
-                        "tie_embeddings": True, "max_tokens": 600, "peak_lr": 2e-3, "warmup": 150, "seconds": 300},
+    "transformer-cpu": {
+        "model": "transformer",
+        "d_model": 192,
+        "n_heads": 4,
+        "n_encoder_layers": 2,
+        "n_decoder_layers": 2,
+        "d_ff": 768,
+        "dropout": 0.0,
+        "norm_first": True,
+        "tie_embeddings": True,
+        "max_tokens": 600,
+        "peak_lr": 2e-3,
+        "warmup": 150,
+        "seconds": 300,
+    },
     # The reference models of chapters 8 and 9, trained once for 60 minutes on 2 cores and stored with their weights
     # (src/transformer_course/reference/): an hour sees the training pairs about nine (Transformer) and eleven (GRU)
     # times, so these are wider than the 5-minute ones and the Transformer keeps dropout; each is sized to store in
     # under 25 MB. Chosen by that reasoning, not swept (book/instructor.md, "The reference models").
-    "transformer-ref": {"model": "transformer", "d_model": 256, "n_heads": 4, "n_encoder_layers": 2,
-                        "n_decoder_layers": 2, "d_ff": 1024, "dropout": 0.1, "norm_first": True,
-                        "tie_embeddings": True, "max_tokens": 1000, "peak_lr": 1.5e-3, "warmup": 400, "seconds": 3600},
-    "bahdanau-ref": {"model": "bahdanau", "d_emb": 256, "d_hidden": 256, "d_att": 256, "d_readout": 256,
-                     "tie": True, "max_tokens": 1000, "peak_lr": 3e-3, "warmup": 200, "seconds": 3600},
+    "transformer-ref": {
+        "model": "transformer",
+        "d_model": 256,
+        "n_heads": 4,
+        "n_encoder_layers": 2,
+        "n_decoder_layers": 2,
+        "d_ff": 1024,
+        "dropout": 0.1,
+        "norm_first": True,
+        "tie_embeddings": True,
+        "max_tokens": 1000,
+        "peak_lr": 1.5e-3,
+        "warmup": 400,
+        "seconds": 3600,
+    },
+    "bahdanau-ref": {
+        "model": "bahdanau",
+        "d_emb": 256,
+        "d_hidden": 256,
+        "d_att": 256,
+        "d_readout": 256,
+        "tie": True,
+        "max_tokens": 1000,
+        "peak_lr": 3e-3,
+        "warmup": 200,
+        "seconds": 3600,
+    },
     # For a GPU: the 3 + 3 layers of a larger model, bigger batches, and a budget in steps rather than seconds.
-    "transformer-gpu": {"model": "transformer", "d_model": 256, "n_heads": 4, "n_encoder_layers": 3,
-                        "n_decoder_layers": 3, "d_ff": 1024, "dropout": 0.1, "norm_first": True,
-                        "tie_embeddings": True, "max_tokens": 6000, "peak_lr": 1e-3, "warmup": 400, "steps": 4000},
+    "transformer-gpu": {
+        "model": "transformer",
+        "d_model": 256,
+        "n_heads": 4,
+        "n_encoder_layers": 3,
+        "n_decoder_layers": 3,
+        "d_ff": 1024,
+        "dropout": 0.1,
+        "norm_first": True,
+        "tie_embeddings": True,
+        "max_tokens": 6000,
+        "peak_lr": 1e-3,
+        "warmup": 400,
+        "steps": 4000,
+    },
     # A few thousand parameters, for quick checks of the trainer (python -m transformer_course.train --data copy).
-    "transformer-tiny": {"model": "transformer", "d_model": 32, "n_heads": 2, "n_encoder_layers": 1,
-                         "n_decoder_layers": 1, "d_ff": 64, "dropout": 0.0, "norm_first": True,
-                         "tie_embeddings": True, "max_tokens": 400, "peak_lr": 3e-3, "warmup": 20, "steps": 200},
-    "bahdanau-tiny": {"model": "bahdanau", "d_emb": 16, "d_hidden": 32, "d_att": 16, "d_readout": 16, "tie": True,
-                      "max_tokens": 400, "peak_lr": 3e-3, "warmup": 20, "steps": 200},
+    "transformer-tiny": {
+        "model": "transformer",
+        "d_model": 32,
+        "n_heads": 2,
+        "n_encoder_layers": 1,
+        "n_decoder_layers": 1,
+        "d_ff": 64,
+        "dropout": 0.0,
+        "norm_first": True,
+        "tie_embeddings": True,
+        "max_tokens": 400,
+        "peak_lr": 3e-3,
+        "warmup": 20,
+        "steps": 200,
+    },
+    "bahdanau-tiny": {
+        "model": "bahdanau",
+        "d_emb": 16,
+        "d_hidden": 32,
+        "d_att": 16,
+        "d_readout": 16,
+        "tie": True,
+        "max_tokens": 400,
+        "peak_lr": 3e-3,
+        "warmup": 20,
+        "steps": 200,
+    },
 }
 
 
 # Chapters 3 and 4's small experiments (toy_experiments): normalising dates and copying digit strings, trained
 # for a number of steps at a constant learning rate, the dates until 99.5 % exact match on the held-out ones.
-DATE_EXPERIMENT = {"n_train": 20_000, "n_test": 1_000, "seed": 0, "batch_size": 128, "d_emb": 32, "d_hidden": 128,
-                   "d_att": 64, "lr": 3e-3, "steps": 1_200, "eval_every": 50, "stop_at": 0.995}
-COPY_EXPERIMENT = {"n_train": 20_000, "n_test": 1_000, "min_len": 4, "max_len": 24, "seed": 1, "batch_size": 128,
-                   "d_emb": 16, "d_hidden": 128, "d_att": 64, "lr": 3e-3, "steps": 400}
+DATE_EXPERIMENT = {
+    "n_train": 20_000,
+    "n_test": 1_000,
+    "seed": 0,
+    "batch_size": 128,
+    "d_emb": 32,
+    "d_hidden": 128,
+    "d_att": 64,
+    "lr": 3e-3,
+    "steps": 1_200,
+    "eval_every": 50,
+    "stop_at": 0.995,
+}
+COPY_EXPERIMENT = {
+    "n_train": 20_000,
+    "n_test": 1_000,
+    "min_len": 4,
+    "max_len": 24,
+    "seed": 1,
+    "batch_size": 128,
+    "d_emb": 16,
+    "d_hidden": 128,
+    "d_att": 64,
+    "lr": 3e-3,
+    "steps": 400,
+}

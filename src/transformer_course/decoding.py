@@ -26,8 +26,16 @@ from torch import Tensor, nn
 from ._checks import positive_int
 from .incremental import DecoderCache, attend_with_cache, check_decodable, decoder_step, greedy_decode, start_decoding
 
-__all__ = ["BeamResult", "DecoderCache", "attend_with_cache", "beam_search", "decoder_step", "greedy_decode",
-           "length_penalty", "start_decoding"]
+__all__ = [
+    "BeamResult",
+    "DecoderCache",
+    "attend_with_cache",
+    "beam_search",
+    "decoder_step",
+    "greedy_decode",
+    "length_penalty",
+    "start_decoding",
+]
 
 
 def length_penalty(length: int | Tensor, alpha: float) -> float | Tensor:
@@ -44,8 +52,9 @@ class BeamResult:
 
 
 @torch.no_grad()
-def beam_search(model: nn.Module, src: Tensor, src_mask: Tensor, beam_size: int, max_len: int,
-                alpha: float = 0.6, eos_id: int = 2) -> BeamResult:
+def beam_search(
+    model: nn.Module, src: Tensor, src_mask: Tensor, beam_size: int, max_len: int, alpha: float = 0.6, eos_id: int = 2
+) -> BeamResult:
     """Batched beam search: the K = ``beam_size`` beams of the B sentences advance together as B K rows.
 
     A hypothesis of n tokens, <eos> included, scores log P(y_1 .. y_n | x) / lp(n) with lp(n) = ((5 + n) / 6) ** alpha

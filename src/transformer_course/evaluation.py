@@ -21,8 +21,15 @@ def count_parameters(model: nn.Module) -> int:
 
 
 @torch.no_grad()
-def translate(model: nn.Module, src_seqs: Sequence[Sequence[int]], tgt_vocab, max_len: int | Callable[[int], int],
-              batch_size: int = 500, pad_id: int = 0, return_weights: bool = False):
+def translate(
+    model: nn.Module,
+    src_seqs: Sequence[Sequence[int]],
+    tgt_vocab,
+    max_len: int | Callable[[int], int],
+    batch_size: int = 500,
+    pad_id: int = 0,
+    return_weights: bool = False,
+):
     """Greedy outputs of ``model`` for token-id sequences, decoded to text (and the attention weights if asked).
 
     The sequences go in batches of similar length, on the model's device. ``max_len`` is the most tokens to

@@ -36,8 +36,9 @@ def _attend_one(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None) -> 
     return weights @ v, weights
 
 
-def attend_with_cache(q: Tensor, k_new: Tensor, v_new: Tensor, cache_k: Tensor | None, cache_v: Tensor | None
-                      ) -> tuple[Tensor, Tensor, Tensor]:
+def attend_with_cache(
+    q: Tensor, k_new: Tensor, v_new: Tensor, cache_k: Tensor | None, cache_v: Tensor | None
+) -> tuple[Tensor, Tensor, Tensor]:
     """One step of cached self-attention for the newest position.
 
     q, k_new, v_new (R, h, 1, d_k): the new position's projections; cache_k, cache_v (R, h, t, d_k) or None at
@@ -124,8 +125,9 @@ def check_decodable(model: nn.Module, src: object, src_mask: object, max_len: ob
 
 
 @torch.no_grad()
-def greedy_decode(model: nn.Module, src: Tensor, src_mask: Tensor, max_len: int, eos_id: int | None = 2,
-                  with_weights: bool = False) -> Tensor | tuple[Tensor, Tensor]:
+def greedy_decode(
+    model: nn.Module, src: Tensor, src_mask: Tensor, max_len: int, eos_id: int | None = 2, with_weights: bool = False
+) -> Tensor | tuple[Tensor, Tensor]:
     """Greedy decoding with the key/value cache: tokens (B, L), L <= max_len, stopping once every row has
     written ``eos_id`` (never if None); with ``with_weights`` also the last decoder layer's cross-attention
     weights averaged over heads, (B, L, T_x). The same tokens as recomputing the prefix at every step.

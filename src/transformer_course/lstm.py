@@ -24,8 +24,9 @@ __all__ = ["lstm_gates", "lstm_cell", "lstm_layer", "LSTM", "GATES"]
 GATES = ("input", "forget", "candidate", "output")  # the order of the row blocks, as in torch.nn.LSTM
 
 
-def lstm_gates(x_t: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None = None,
-               b_hh: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+def lstm_gates(
+    x_t: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None = None, b_hh: Tensor | None = None
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """The four gates of one LSTM step.
 
     x_t: (B, D), h: (B, H), w_ih: (4H, D), w_hh: (4H, H), b_ih, b_hh: (4H,) or None
@@ -33,7 +34,7 @@ def lstm_gates(x_t: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor 
     """
     check_cell_inputs(x_t, h, w_ih, w_hh, b_ih, b_hh, gates=4)
     z = affine(x_t, h, w_ih, w_hh, b_ih, b_hh)  # (B, 4H): blocks i, f, g, o
-    z_i, z_f, z_g, z_o = z.chunk(4, dim=-1)     # (B, H) each
+    z_i, z_f, z_g, z_o = z.chunk(4, dim=-1)  # (B, H) each
     return torch.sigmoid(z_i), torch.sigmoid(z_f), torch.tanh(z_g), torch.sigmoid(z_o)
 
 
@@ -48,21 +49,33 @@ def _require_state(state: object) -> tuple[Tensor, Tensor]:
     return h, c
 
 
-def lstm_cell(x_t: Tensor, state: tuple[Tensor, Tensor], w_ih: Tensor, w_hh: Tensor,
-              b_ih: Tensor | None = None, b_hh: Tensor | None = None) -> tuple[Tensor, Tensor]:
+def lstm_cell(
+    x_t: Tensor,
+    state: tuple[Tensor, Tensor],
+    w_ih: Tensor,
+    w_hh: Tensor,
+    b_ih: Tensor | None = None,
+    b_hh: Tensor | None = None,
+) -> tuple[Tensor, Tensor]:
     """One LSTM step.
 
     x_t: (B, D), state = (h, c), each (B, H) -> the new state (h_t, c_t), each (B, H)
     """
     h, c = _require_state(state)
     i, f, g, o = lstm_gates(x_t, h, w_ih, w_hh, b_ih, b_hh)
-    c = f * c + i * g          # the conveyor: keep a fraction f of the old memory, add i of the candidate
-    h = o * torch.tanh(c)      # what the cell shows of its memory
+    c = f * c + i * g  # the conveyor: keep a fraction f of the old memory, add i of the candidate
+    h = o * torch.tanh(c)  # what the cell shows of its memory
     return h, c
 
 
-def lstm_layer(x: Tensor, state: tuple[Tensor, Tensor] | None, w_ih: Tensor, w_hh: Tensor,
-               b_ih: Tensor | None = None, b_hh: Tensor | None = None) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+def lstm_layer(
+    x: Tensor,
+    state: tuple[Tensor, Tensor] | None,
+    w_ih: Tensor,
+    w_hh: Tensor,
+    b_ih: Tensor | None = None,
+    b_hh: Tensor | None = None,
+) -> tuple[Tensor, tuple[Tensor, Tensor]]:
     """One LSTM layer unrolled over a batch of sequences.
 
     x: (B, T, D), state: (h0, c0), each (B, H), or None for zeros

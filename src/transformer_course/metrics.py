@@ -49,7 +49,10 @@ def length_buckets(lengths: Sequence[int], edges: Sequence[int]) -> list[list[in
 
 
 def bleu_by_length(
-    hypotheses: Sequence[str], references: Sequence[Sequence[str]], lengths: Sequence[int], edges: Sequence[int],
+    hypotheses: Sequence[str],
+    references: Sequence[Sequence[str]],
+    lengths: Sequence[int],
+    edges: Sequence[int],
     metric: Callable = corpus_bleu,
 ) -> list[tuple[int, int, int, float | None]]:
     """(low, high, count, score) for each length bucket; the score is None for an empty bucket."""

@@ -38,15 +38,23 @@ def code_fingerprint(code: tuple[ModuleType, ...]) -> str:
     return h.hexdigest()
 
 
-def cached_training(name: str, config: dict, data_fingerprint: str, build: Callable[[], nn.Module],
-                    fit: Callable[[nn.Module], dict], code: tuple[ModuleType, ...]) -> tuple[nn.Module, dict, bool]:
+def cached_training(
+    name: str,
+    config: dict,
+    data_fingerprint: str,
+    build: Callable[[], nn.Module],
+    fit: Callable[[nn.Module], dict],
+    code: tuple[ModuleType, ...],
+) -> tuple[nn.Module, dict, bool]:
     """Train ``build()`` with ``fit``, or load it from the cache when the same config, data and code trained it before.
 
     ``code``: the modules whose source makes and trains the model. Returns (model, history, loaded) where
     ``loaded`` says whether the cache answered.
     """
-    key_text = json.dumps({"config": config, "data": data_fingerprint, "code": code_fingerprint(code),
-                           "torch": torch.__version__}, sort_keys=True)
+    key_text = json.dumps(
+        {"config": config, "data": data_fingerprint, "code": code_fingerprint(code), "torch": torch.__version__},
+        sort_keys=True,
+    )
     key = hashlib.sha256(key_text.encode()).hexdigest()[:16]
     path = cache_dir() / f"{name}-{key}.pt"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -60,8 +68,9 @@ def cached_training(name: str, config: dict, data_fingerprint: str, build: Calla
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _load_or_train(path: Path, config: dict, build: Callable[[], nn.Module],
-                   fit: Callable[[nn.Module], dict]) -> tuple[nn.Module, dict, bool]:
+def _load_or_train(
+    path: Path, config: dict, build: Callable[[], nn.Module], fit: Callable[[nn.Module], dict]
+) -> tuple[nn.Module, dict, bool]:
     model = build()
     if path.is_file():
         try:

@@ -61,7 +61,9 @@ class MultiHeadAttention(nn.Module):
         for name, value in (("d_model", d_model), ("n_heads", n_heads)):
             positive_int(name, value)
         if d_model % n_heads:
-            raise ValueError(f"d_model={d_model} must be divisible by n_heads={n_heads}: each head gets d_model / n_heads dimensions")
+            raise ValueError(
+                f"d_model={d_model} must be divisible by n_heads={n_heads}: each head gets d_model / n_heads dimensions"
+            )
         self.d_model, self.n_heads, self.d_k = d_model, n_heads, d_model // n_heads
         # Each (d_model, d_model) projection holds the h per-head projections (d_model -> d_k) stacked.
         self.w_q = nn.Linear(d_model, d_model, bias=bias)
@@ -85,7 +87,12 @@ def to_torch(module: MultiHeadAttention) -> nn.MultiheadAttention:
     """A torch.nn.MultiheadAttention (batch_first) with the same weights, dtype and device as ``module``."""
     w = module.w_q.weight
     theirs = nn.MultiheadAttention(
-        module.d_model, module.n_heads, bias=module.w_q.bias is not None, batch_first=True, device=w.device, dtype=w.dtype
+        module.d_model,
+        module.n_heads,
+        bias=module.w_q.bias is not None,
+        batch_first=True,
+        device=w.device,
+        dtype=w.dtype,
     )
     with torch.no_grad():
         # in_proj_weight stacks W_Q, W_K and W_V: (3 d_model, d_model).
@@ -102,7 +109,9 @@ def from_torch(theirs: nn.MultiheadAttention) -> MultiHeadAttention:
     if not isinstance(theirs, nn.MultiheadAttention):
         raise TypeError(f"expected a torch.nn.MultiheadAttention, got {type(theirs).__name__}")
     if not theirs._qkv_same_embed_dim or theirs.bias_k is not None or theirs.add_zero_attn:
-        raise ValueError("only nn.MultiheadAttention with kdim = vdim = embed_dim, no add_bias_kv and no add_zero_attn is supported")
+        raise ValueError(
+            "only nn.MultiheadAttention with kdim = vdim = embed_dim, no add_bias_kv and no add_zero_attn is supported"
+        )
     bias = theirs.in_proj_bias is not None
     w = theirs.in_proj_weight
     module = MultiHeadAttention(theirs.embed_dim, theirs.num_heads, bias=bias).to(device=w.device, dtype=w.dtype)
@@ -128,7 +137,9 @@ def torch_masks(key_padding: Tensor | None = None, attn: Tensor | None = None) -
             continue
         require_tensor(name, mask, min_dim=1)
         if mask.dtype != torch.bool or mask.dim() not in dims:
-            raise ValueError(f"{name} must be a boolean tensor with {' or '.join(map(str, dims))} dimensions, got {mask.dtype} {tuple(mask.shape)}")
+            raise ValueError(
+                f"{name} must be a boolean tensor with {' or '.join(map(str, dims))} dimensions, got {mask.dtype} {tuple(mask.shape)}"
+            )
         if name == "key_padding_mask" and mask.dim() == 3:
             if mask.shape[1] != 1:
                 raise ValueError(f"a 3-D key padding mask must have shape (B, 1, T_k), got {tuple(mask.shape)}")

@@ -25,8 +25,14 @@ def attention_heatmap(
         raise ValueError(f"attention_heatmap draws one (T_q, T_k) matrix, got shape {tuple(w.shape)}")
     if ax is None:
         _, ax = plt.subplots(figsize=(0.6 * w.shape[1] + 1.5, 0.6 * w.shape[0] + 1))
-    image = ax.imshow(w.numpy(), cmap=cmap, vmin=0.0, vmax=max(1.0, float(w.nan_to_num().max())) if w.dtype != torch.bool else 1)
-    ax.set_xticks(range(w.shape[1]), labels=list(keys) if keys is not None else range(w.shape[1]), rotation=45 if keys is not None else 0)
+    image = ax.imshow(
+        w.numpy(), cmap=cmap, vmin=0.0, vmax=max(1.0, float(w.nan_to_num().max())) if w.dtype != torch.bool else 1
+    )
+    ax.set_xticks(
+        range(w.shape[1]),
+        labels=list(keys) if keys is not None else range(w.shape[1]),
+        rotation=45 if keys is not None else 0,
+    )
     ax.set_yticks(range(w.shape[0]), labels=list(queries) if queries is not None else range(w.shape[0]))
     ax.set_xlabel("key")
     ax.set_ylabel("query")
@@ -34,7 +40,15 @@ def attention_heatmap(
         for i in range(w.shape[0]):
             for j in range(w.shape[1]):
                 value = w[i, j].item()
-                ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=8, color="white" if value < 0.6 else "black")
+                ax.text(
+                    j,
+                    i,
+                    f"{value:.2f}",
+                    ha="center",
+                    va="center",
+                    fontsize=8,
+                    color="white" if value < 0.6 else "black",
+                )
     if title:
         ax.set_title(title)
     if colorbar:

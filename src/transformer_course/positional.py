@@ -95,7 +95,9 @@ class PositionalEncoding(nn.Module):
         super().__init__()
         self.d_model, self.max_len = _even_d_model(d_model), positive_int("max_len", max_len)
         self.dropout = nn.Dropout(dropout)
-        self.register_buffer("pe", sinusoidal_encoding(max_len, d_model, dtype=torch.float64), persistent=False)  # (max_len, d_model)
+        self.register_buffer(
+            "pe", sinusoidal_encoding(max_len, d_model, dtype=torch.float64), persistent=False
+        )  # (max_len, d_model)
 
     def forward(self, x: Tensor, offset: int = 0) -> Tensor:
         _check_input(x, self.d_model, offset, self.max_len)

@@ -14,6 +14,4 @@ def course_root() -> Path:
     for parent in here.parents:
         if (parent / "solutions").is_dir() and (parent / "pyproject.toml").is_file():
             return parent
-    raise FileNotFoundError(
-        "cannot find the course folder (with solutions/ and pyproject.toml) above " + str(here)
-    )
+    raise FileNotFoundError("cannot find the course folder (with solutions/ and pyproject.toml) above " + str(here))

@@ -22,8 +22,9 @@ from ._checks import positive_int, require_tensor
 __all__ = ["rnn_cell", "rnn_step_jacobian", "rnn_layer", "StackedRecurrent", "RNN"]
 
 
-def check_cell_inputs(x_t: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None,
-                      b_hh: Tensor | None, gates: int = 1) -> None:
+def check_cell_inputs(
+    x_t: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None, b_hh: Tensor | None, gates: int = 1
+) -> None:
     """Raise a clear error unless the shapes fit one step of a recurrent cell with ``gates`` blocks of rows.
 
     x_t: (B, D), h: (B, H), w_ih: (gates*H, D), w_hh: (gates*H, H), b_ih, b_hh: (gates*H,) or None.
@@ -40,9 +41,7 @@ def check_cell_inputs(x_t: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: 
     if tuple(w_hh.shape) != (gates * hidden, hidden):
         raise ValueError(f"w_hh must have shape ({rows}, hidden_size = {hidden}), got {tuple(w_hh.shape)}")
     if tuple(w_ih.shape) != (gates * hidden, x_t.shape[1]):
-        raise ValueError(
-            f"w_ih must have shape ({rows}, input_size = {x_t.shape[1]}), got {tuple(w_ih.shape)}"
-        )
+        raise ValueError(f"w_ih must have shape ({rows}, input_size = {x_t.shape[1]}), got {tuple(w_ih.shape)}")
     for name, b in (("b_ih", b_ih), ("b_hh", b_hh)):
         if b is not None and tuple(require_tensor(name, b, dim=1).shape) != (gates * hidden,):
             raise ValueError(f"{name} must have shape ({gates * hidden},), got {tuple(b.shape)}")
@@ -58,8 +57,9 @@ def affine(x_t: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | No
     return z
 
 
-def rnn_cell(x_t: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None = None,
-             b_hh: Tensor | None = None) -> Tensor:
+def rnn_cell(
+    x_t: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None = None, b_hh: Tensor | None = None
+) -> Tensor:
     """One step of a tanh RNN: h_t = tanh(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh).
 
     x_t: (B, D), h: (B, H), w_ih: (H, D), w_hh: (H, H), b_ih, b_hh: (H,) or None -> h_t: (B, H)
@@ -78,12 +78,15 @@ def rnn_step_jacobian(h_t: Tensor, w_hh: Tensor) -> Tensor:
     require_tensor("w_hh", w_hh, dim=2)
     hidden = h_t.shape[1]
     if tuple(w_hh.shape) != (hidden, hidden):
-        raise ValueError(f"w_hh must have shape ({hidden}, {hidden}) to match h_t {tuple(h_t.shape)}, got {tuple(w_hh.shape)}")
+        raise ValueError(
+            f"w_hh must have shape ({hidden}, {hidden}) to match h_t {tuple(h_t.shape)}, got {tuple(w_hh.shape)}"
+        )
     return (1 - h_t**2).unsqueeze(-1) * w_hh  # row i of W_hh scaled by tanh'(a_i) = 1 - h_t[i]^2
 
 
-def rnn_layer(x: Tensor, h0: Tensor | None, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None = None,
-              b_hh: Tensor | None = None) -> tuple[Tensor, Tensor]:
+def rnn_layer(
+    x: Tensor, h0: Tensor | None, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None = None, b_hh: Tensor | None = None
+) -> tuple[Tensor, Tensor]:
     """One RNN layer unrolled over a batch of sequences, the same weights at every step.
 
     x: (B, T, D), h0: (B, H) or None for zeros -> outputs (B, T, H), the states h_1 .. h_T, and h_T: (B, H)
@@ -141,16 +144,24 @@ class StackedRecurrent(nn.Module):
 
     def layer_weights(self, k: int) -> tuple[Tensor, Tensor, Tensor | None, Tensor | None]:
         """(w_ih, w_hh, b_ih, b_hh) of layer k."""
-        return (getattr(self, f"weight_ih_l{k}"), getattr(self, f"weight_hh_l{k}"),
-                getattr(self, f"bias_ih_l{k}", None), getattr(self, f"bias_hh_l{k}", None))
+        return (
+            getattr(self, f"weight_ih_l{k}"),
+            getattr(self, f"weight_hh_l{k}"),
+            getattr(self, f"bias_ih_l{k}", None),
+            getattr(self, f"bias_hh_l{k}", None),
+        )
 
     def check_input(self, x: Tensor) -> None:
         require_tensor("x", x, dim=3)
         if x.shape[-1] != self.input_size:
-            raise ValueError(f"x must have input_size = {self.input_size} features in its last dimension, got shape {tuple(x.shape)}")
+            raise ValueError(
+                f"x must have input_size = {self.input_size} features in its last dimension, got shape {tuple(x.shape)}"
+            )
 
     def extra_repr(self) -> str:
-        return f"{self.input_size}, {self.hidden_size}, num_layers={self.num_layers}" + ("" if self.bias else ", bias=False")
+        return f"{self.input_size}, {self.hidden_size}, num_layers={self.num_layers}" + (
+            "" if self.bias else ", bias=False"
+        )
 
 
 class RNN(StackedRecurrent):

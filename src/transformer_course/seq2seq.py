@@ -97,8 +97,12 @@ def run_cell_over_sequence(cell: nn.GRUCell, inputs: Tensor, h0: Tensor) -> Tens
     cell's weights for the call (torch.func.functional_call), so the model keeps a single set of them.
     """
     template = nn.GRU(cell.input_size, cell.hidden_size, batch_first=True, device="meta")
-    weights = {"weight_ih_l0": cell.weight_ih, "weight_hh_l0": cell.weight_hh, "bias_ih_l0": cell.bias_ih,
-               "bias_hh_l0": cell.bias_hh}
+    weights = {
+        "weight_ih_l0": cell.weight_ih,
+        "weight_hh_l0": cell.weight_hh,
+        "bias_ih_l0": cell.bias_ih,
+        "bias_hh_l0": cell.bias_hh,
+    }
     states, _ = torch.func.functional_call(template, weights, (inputs, h0[None]))
     return states
 
@@ -106,8 +110,9 @@ def run_cell_over_sequence(cell: nn.GRUCell, inputs: Tensor, h0: Tensor) -> Tens
 class Seq2Seq(nn.Module):
     """The encoder-decoder without attention: the decoder sees the source only through the encoder's final state."""
 
-    def __init__(self, src_vocab: int, tgt_vocab: int, d_emb: int = 32, d_hidden: int = 128, bos_id: int = 1,
-                 eos_id: int = 2) -> None:
+    def __init__(
+        self, src_vocab: int, tgt_vocab: int, d_emb: int = 32, d_hidden: int = 128, bos_id: int = 1, eos_id: int = 2
+    ) -> None:
         super().__init__()
         self.encoder = Encoder(src_vocab, d_emb, d_hidden)
         self.decoder = DecoderStep(tgt_vocab, d_emb, d_hidden)

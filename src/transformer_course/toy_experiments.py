@@ -109,8 +109,14 @@ def date_experiment(attention: bool, log: Callable | None = None, **overrides) -
     cfg = {**DATE_EXPERIMENT, **overrides, "attention": attention}
     train_pairs, test_pairs = date_splits(cfg["n_train"], cfg["n_test"], seed=cfg["seed"])
     src_vocab, tgt_vocab = date_vocabs()
-    batches = make_batches([src_vocab.encode(a) for a, _ in train_pairs], [tgt_vocab.encode(b) for _, b in train_pairs],
-                           cfg["batch_size"], src_vocab.pad_id, tgt_vocab.eos_id, seed=cfg["seed"])
+    batches = make_batches(
+        [src_vocab.encode(a) for a, _ in train_pairs],
+        [tgt_vocab.encode(b) for _, b in train_pairs],
+        cfg["batch_size"],
+        src_vocab.pad_id,
+        tgt_vocab.eos_id,
+        seed=cfg["seed"],
+    )
     test_src = [src_vocab.encode(a) for a, _ in test_pairs]
     targets = [b for _, b in test_pairs]
 
@@ -118,15 +124,37 @@ def date_experiment(attention: bool, log: Callable | None = None, **overrides) -
         return exact_match(translate(model, test_src, tgt_vocab, max_len=11), targets)
 
     def fit(model: nn.Module) -> dict:
-        return train_toy(model, batches, cfg["steps"], lr=cfg["lr"], seed=cfg["seed"], evaluate=accuracy,
-                     eval_every=cfg["eval_every"], stop_at=cfg["stop_at"], log=log)
+        return train_toy(
+            model,
+            batches,
+            cfg["steps"],
+            lr=cfg["lr"],
+            seed=cfg["seed"],
+            evaluate=accuracy,
+            eval_every=cfg["eval_every"],
+            stop_at=cfg["stop_at"],
+            log=log,
+        )
 
     name = "dates-attention" if attention else "dates-seq2seq"
-    model, history, loaded = cached_training(name, cfg, f"date_splits{cfg['n_train'], cfg['n_test']}",
-                                             lambda: _build(attention, len(src_vocab), len(tgt_vocab), cfg), fit,
-                                             _code())
-    return {"model": model, "history": history, "loaded": loaded, "accuracy": accuracy(model), "config": cfg,
-            "test_pairs": test_pairs, "src_vocab": src_vocab, "tgt_vocab": tgt_vocab}
+    model, history, loaded = cached_training(
+        name,
+        cfg,
+        f"date_splits{cfg['n_train'], cfg['n_test']}",
+        lambda: _build(attention, len(src_vocab), len(tgt_vocab), cfg),
+        fit,
+        _code(),
+    )
+    return {
+        "model": model,
+        "history": history,
+        "loaded": loaded,
+        "accuracy": accuracy(model),
+        "config": cfg,
+        "test_pairs": test_pairs,
+        "src_vocab": src_vocab,
+        "tgt_vocab": tgt_vocab,
+    }
 
 
 def copy_experiment(attention: bool, **overrides) -> dict:
@@ -135,15 +163,22 @@ def copy_experiment(attention: bool, **overrides) -> dict:
     vocab = digit_vocab()
     train_pairs = make_digit_pairs(cfg["n_train"], cfg["min_len"], cfg["max_len"], seed=cfg["seed"])
     test_pairs = make_digit_pairs(cfg["n_test"], cfg["min_len"], cfg["max_len"], seed=cfg["seed"] + 1000)
-    batches = make_batches([vocab.encode(a) for a, _ in train_pairs], [vocab.encode(b) for _, b in train_pairs],
-                           cfg["batch_size"], vocab.pad_id, vocab.eos_id, seed=cfg["seed"])
+    batches = make_batches(
+        [vocab.encode(a) for a, _ in train_pairs],
+        [vocab.encode(b) for _, b in train_pairs],
+        cfg["batch_size"],
+        vocab.pad_id,
+        vocab.eos_id,
+        seed=cfg["seed"],
+    )
 
     def fit(model: nn.Module) -> dict:
         return train_toy(model, batches, cfg["steps"], lr=cfg["lr"], seed=cfg["seed"])
 
     name = "copy-attention" if attention else "copy-seq2seq"
-    model, history, loaded = cached_training(name, cfg, "make_digit_pairs",
-                                             lambda: _build(attention, len(vocab), len(vocab), cfg), fit, _code())
+    model, history, loaded = cached_training(
+        name, cfg, "make_digit_pairs", lambda: _build(attention, len(vocab), len(vocab), cfg), fit, _code()
+    )
     outputs = translate(model, [vocab.encode(a) for a, _ in test_pairs], vocab, max_len=cfg["max_len"] + 1)
     by_length = {}
     for n in range(cfg["min_len"], cfg["max_len"] + 1):
@@ -151,5 +186,13 @@ def copy_experiment(attention: bool, **overrides) -> dict:
         if idx:
             preds, targets = [outputs[i] for i in idx], [test_pairs[i][1] for i in idx]
             by_length[n] = (len(idx), char_accuracy(preds, targets), exact_match(preds, targets))
-    return {"model": model, "history": history, "loaded": loaded, "by_length": by_length, "config": cfg,
-            "test_pairs": test_pairs, "outputs": outputs, "vocab": vocab}
+    return {
+        "model": model,
+        "history": history,
+        "loaded": loaded,
+        "by_length": by_length,
+        "config": cfg,
+        "test_pairs": test_pairs,
+        "outputs": outputs,
+        "vocab": vocab,
+    }

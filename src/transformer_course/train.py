@@ -43,31 +43,53 @@ def _parser() -> argparse.ArgumentParser:
     from .translation import CONFIGS
 
     p = argparse.ArgumentParser(prog="python -m transformer_course.train", description=__doc__.split("\n\n")[0])
-    p.add_argument("--config", default="transformer-cpu", choices=sorted(CONFIGS),
-                   help="a configuration of transformer_course.translation.CONFIGS")
+    p.add_argument(
+        "--config",
+        default="transformer-cpu",
+        choices=sorted(CONFIGS),
+        help="a configuration of transformer_course.translation.CONFIGS",
+    )
     p.add_argument("--data", default="tatoeba", choices=["tatoeba", "copy"])
     budget = p.add_argument_group("budget (training time excludes evaluation)")
     budget.add_argument("--steps", type=int, help="stop after this many updates")
     budget.add_argument("--minutes", type=float, help="stop after this many minutes of training")
-    p.add_argument("--eval-every-minutes", type=float, default=0.0,
-                   help="score the model on the validation set every so many minutes of training (0: at the end only)")
-    p.add_argument("--eval-every-steps", type=int, default=0,
-                   help="score the model on the validation set every so many steps (0: at the end only)")
+    p.add_argument(
+        "--eval-every-minutes",
+        type=float,
+        default=0.0,
+        help="score the model on the validation set every so many minutes of training (0: at the end only)",
+    )
+    p.add_argument(
+        "--eval-every-steps",
+        type=int,
+        default=0,
+        help="score the model on the validation set every so many steps (0: at the end only)",
+    )
     p.add_argument("--peak-lr", type=float, help="override the configuration's peak learning rate")
     p.add_argument("--warmup", type=int, help="override the configuration's warm-up steps")
     p.add_argument("--max-tokens", type=int, help="override the configuration's tokens per batch")
-    p.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE", type=_override,
-                   help="override keys of the configuration, values in JSON (--set dropout=0 d_ff=512 norm_first=true)")
+    p.add_argument(
+        "--set",
+        nargs="+",
+        default=[],
+        metavar="KEY=VALUE",
+        type=_override,
+        help="override keys of the configuration, values in JSON (--set dropout=0 d_ff=512 norm_first=true)",
+    )
     p.add_argument("--device", help="cpu, cuda or mps (default: CUDA, then MPS, then the CPU)")
     p.add_argument("--threads", type=int, help="CPU threads per process (default: PyTorch's choice)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--checkpoint", type=Path, help="save here at the end, and resume from here if it exists")
     p.add_argument("--out", type=Path, help="write the run (curve, score, configuration, machine) as JSON here")
-    p.add_argument("--save", type=Path,
-                   help="write the final weights here: a state dict for torch.load(..., weights_only=True)")
+    p.add_argument(
+        "--save", type=Path, help="write the final weights here: a state dict for torch.load(..., weights_only=True)"
+    )
     p.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
-    p.add_argument("--no-test", action="store_true",
-                   help="do not decode the test set at the end (tuning runs: they read validation BLEU only)")
+    p.add_argument(
+        "--no-test",
+        action="store_true",
+        help="do not decode the test set at the end (tuning runs: they read validation BLEU only)",
+    )
     return p
 
 
@@ -78,8 +100,9 @@ def _override(text: str) -> tuple[str, object]:
     try:
         return key, json.loads(value)
     except json.JSONDecodeError:
-        raise argparse.ArgumentTypeError(f"the value of {key} must be JSON (a number, true, false or a \"string\"), "
-                                         f"got {value!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"the value of {key} must be JSON (a number, true, false or a \"string\"), got {value!r}"
+        ) from None
 
 
 def configuration(args: argparse.Namespace) -> dict:
@@ -99,8 +122,11 @@ def configuration(args: argparse.Namespace) -> dict:
 
 
 # Keys a configuration may leave out (their defaults apply) and a command line may still set.
-OPTIONAL_KEYS = {"transformer": ("smoothing", "vocab"), "bahdanau": ("smoothing", "vocab", "tie", "d_readout"),
-                 "seq2seq": ("smoothing", "vocab")}
+OPTIONAL_KEYS = {
+    "transformer": ("smoothing", "vocab"),
+    "bahdanau": ("smoothing", "vocab", "tie", "d_readout"),
+    "seq2seq": ("smoothing", "vocab"),
+}
 
 
 def _copy_task(max_tokens: int, seed: int):
@@ -111,8 +137,14 @@ def _copy_task(max_tokens: int, seed: int):
     vocab = digit_vocab()
     train = make_digit_pairs(4000, 3, 12, seed=seed)
     test = make_digit_pairs(200, 3, 12, seed=seed + 1000)
-    batches = token_batches([vocab.encode(a) for a, _ in train], [vocab.encode(b) for _, b in train], max_tokens,
-                            vocab.pad_id, vocab.eos_id, seed=seed)
+    batches = token_batches(
+        [vocab.encode(a) for a, _ in train],
+        [vocab.encode(b) for _, b in train],
+        max_tokens,
+        vocab.pad_id,
+        vocab.eos_id,
+        seed=seed,
+    )
     return vocab, batches, test
 
 
@@ -143,8 +175,9 @@ def main(argv: list[str] | None = None) -> int:
             from .evaluation import translate
             from .metrics import exact_match
 
-            return 100 * exact_match(translate(model, [vocab.encode(a) for a, _ in test], vocab, 14),
-                                     [b for _, b in test])
+            return 100 * exact_match(
+                translate(model, [vocab.encode(a) for a, _ in test], vocab, 14), [b for _, b in test]
+            )
 
         final_test = None
     else:
@@ -160,14 +193,28 @@ def main(argv: list[str] | None = None) -> int:
     model = build_model(config, vocab_size, seed=args.seed).to(device)
     if world > 1:
         model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[device] if device.type == "cuda" else None)
-    settings = Settings(steps=args.steps, seconds=args.minutes * 60 if args.minutes else None,
-                        peak_lr=config["peak_lr"], warmup=config["warmup"], smoothing=config.get("smoothing", 0.1),
-                        seed=args.seed, eval_every_seconds=args.eval_every_minutes * 60,
-                        eval_every_steps=args.eval_every_steps)
+    settings = Settings(
+        steps=args.steps,
+        seconds=args.minutes * 60 if args.minutes else None,
+        peak_lr=config["peak_lr"],
+        warmup=config["warmup"],
+        smoothing=config.get("smoothing", 0.1),
+        seed=args.seed,
+        eval_every_seconds=args.eval_every_minutes * 60,
+        eval_every_steps=args.eval_every_steps,
+    )
     log = (lambda line: print(line, flush=True)) if rank == 0 else None
     start = time.perf_counter()
-    history = fit(model, batches, settings, evaluate=evaluate, checkpoint=args.checkpoint, device=device,
-                  progress=not args.no_progress, log=log)
+    history = fit(
+        model,
+        batches,
+        settings,
+        evaluate=evaluate,
+        checkpoint=args.checkpoint,
+        device=device,
+        progress=not args.no_progress,
+        log=log,
+    )
     core = model.module if hasattr(model, "module") else model
     test_score = final_test(core) if final_test is not None and rank == 0 and not args.no_test else None
     digest = parameter_digest(core)
@@ -180,11 +227,22 @@ def main(argv: list[str] | None = None) -> int:
             return 1
     result = {
         "command": "python -m transformer_course.train " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "config": args.config, "settings": config, "data": args.data, "world_size": world,
-        "device": str(device), "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else
-        platform.processor() or platform.machine(), "cpu_count": os.cpu_count(), "threads": torch.get_num_threads(),
-        "torch": torch.__version__, "cuda": torch.version.cuda, "parameters": sum(p.numel() for p in core.parameters()),
-        "steps": history["step"], "train_seconds": history["seconds"], "tokens": history["tokens"],
+        "config": args.config,
+        "settings": config,
+        "data": args.data,
+        "world_size": world,
+        "device": str(device),
+        "device_name": torch.cuda.get_device_name(device)
+        if device.type == "cuda"
+        else platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "parameters": sum(p.numel() for p in core.parameters()),
+        "steps": history["step"],
+        "train_seconds": history["seconds"],
+        "tokens": history["tokens"],
         "wall_seconds": time.perf_counter() - start,
         "curve": [{"step": s, "seconds": t, "score": v} for s, t, v in history["eval"]],
         "score": history["eval"][-1][2] if history["eval"] else None,
@@ -195,8 +253,11 @@ def main(argv: list[str] | None = None) -> int:
     }
     if rank == 0:
         test = f", test {test_score:.2f}" if test_score is not None else ""
-        print(f"{result['metric']} {result['score']:.2f} ({result['curve_on']}{test}) after {history['step']} steps, "
-              f"{history['seconds']:.0f} s of training on {world} x {device}", flush=True)
+        print(
+            f"{result['metric']} {result['score']:.2f} ({result['curve_on']}{test}) after {history['step']} steps, "
+            f"{history['seconds']:.0f} s of training on {world} x {device}",
+            flush=True,
+        )
         if args.save:
             args.save.parent.mkdir(parents=True, exist_ok=True)
             torch.save({k: v.detach().cpu() for k, v in core.state_dict().items()}, args.save)

@@ -46,8 +46,10 @@ def label_smoothed_loss(logits: Tensor, targets: Tensor, mask: Tensor, smoothing
     if not 0.0 <= smoothing < 1.0:
         raise ValueError(f"smoothing must be in [0, 1), got {smoothing}")
     if logits.shape[:-1] != targets.shape or targets.shape != mask.shape:
-        raise ValueError(f"logits {tuple(logits.shape)} must be targets {tuple(targets.shape)} plus a vocabulary "
-                         f"axis, and the mask {tuple(mask.shape)} the shape of the targets")
+        raise ValueError(
+            f"logits {tuple(logits.shape)} must be targets {tuple(targets.shape)} plus a vocabulary "
+            f"axis, and the mask {tuple(mask.shape)} the shape of the targets"
+        )
     if logits.dtype in (torch.float16, torch.bfloat16):
         logits = logits.float()  # the softmax of a 16-bit autocast output is taken in 32 bits
     log_probs = torch.log_softmax(logits, dim=-1)  # (B, T, V)
@@ -168,11 +170,21 @@ def fit(
     core = model.module if hasattr(model, "module") else model  # the model inside DDP
     # fused: one kernel updates every parameter tensor; on 2 CPU cores the default (foreach) update cost the
     # Bahdanau model 8 % of each step.
-    optimizer = torch.optim.Adam(model.parameters(), lr=settings.peak_lr, betas=settings.betas, eps=1e-9,
-                                 fused=device.type in ("cpu", "cuda"))
+    optimizer = torch.optim.Adam(
+        model.parameters(), lr=settings.peak_lr, betas=settings.betas, eps=1e-9, fused=device.type in ("cpu", "cuda")
+    )
     generator = torch.Generator().manual_seed(settings.seed)
-    history: dict = {"loss": [], "lr": [], "eval": [], "step": 0, "seconds": 0.0, "tokens": 0,
-                     "device": str(device), "world_size": world, "settings": asdict(settings)}
+    history: dict = {
+        "loss": [],
+        "lr": [],
+        "eval": [],
+        "step": 0,
+        "seconds": 0.0,
+        "tokens": 0,
+        "device": str(device),
+        "world_size": world,
+        "settings": asdict(settings),
+    }
     order: list[int] = []
     if checkpoint is not None and Path(checkpoint).is_file():
         saved = torch.load(checkpoint, map_location="cpu", weights_only=False)
@@ -192,8 +204,11 @@ def fit(
 
         bar = tqdm(total=settings.steps, initial=history["step"], unit="step", dynamic_ncols=True)
     start_step, trained = history["step"], history["seconds"]
-    next_eval = (trained // settings.eval_every_seconds + 1) * settings.eval_every_seconds \
-        if settings.eval_every_seconds else math.inf
+    next_eval = (
+        (trained // settings.eval_every_seconds + 1) * settings.eval_every_seconds
+        if settings.eval_every_seconds
+        else math.inf
+    )
 
     def run_eval() -> None:
         if evaluate is None or rank != 0:  # only the first process evaluates; the others train on
@@ -254,8 +269,17 @@ def fit(
         path = Path(checkpoint)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".tmp{os.getpid()}")
-        torch.save({"model": core.state_dict(), "optimizer": optimizer.state_dict(), "generator": generator.get_state(),
-                    "order": order, "history": history, "rng": _rng_state()}, tmp)
+        torch.save(
+            {
+                "model": core.state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "generator": generator.get_state(),
+                "order": order,
+                "history": history,
+                "rng": _rng_state(),
+            },
+            tmp,
+        )
         tmp.replace(path)
     history["trained_steps_this_call"] = history["step"] - start_step
     return history

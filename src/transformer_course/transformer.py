@@ -19,7 +19,7 @@ Shapes: B batch, T_x source length, T_y target length, d = d_model, h heads, V t
 Masks are boolean, True = a real token / may attend. Only keys are ever masked, never queries: every query
 keeps at least one key (its sequence's first token), so no softmax row is empty and nothing is NaN. Padding
 positions are not computed at all outside attention (``Packing``): they come out as zeros.
-The layers are in ``transformer_layers``; ``transformer_torch`` copies weights to and from ``nn.Transformer`` and holds the tests' reference model.
+The layers are in ``transformer_layers``, their attention in ``packed_attention``; ``transformer_torch`` copies weights to and from ``nn.Transformer`` and holds the tests' reference model.
 """
 
 from __future__ import annotations
@@ -33,21 +33,21 @@ from ._checks import check_ids, check_values, positive_int
 from .attention import causal_mask
 from .data.batching import shift_right
 from .incremental import greedy_decode
+from .packed_attention import PackedMultiHeadAttention, Packing, _check_sizes, _unpack
 from .positional import PositionalEncoding
-from .transformer_layers import (
-    Decoder,
-    DecoderLayer,
-    Encoder,
-    EncoderLayer,
-    FeedForward,
-    PackedMultiHeadAttention,
-    Packing,
-    _check_sizes,
-    _unpack,
-)
+from .transformer_layers import Decoder, DecoderLayer, Encoder, EncoderLayer, FeedForward
 
-__all__ = ["Decoder", "DecoderLayer", "Encoder", "EncoderLayer", "FeedForward", "PackedMultiHeadAttention", "Packing",
-           "Transformer", "decoder_inputs"]
+__all__ = [
+    "Decoder",
+    "DecoderLayer",
+    "Encoder",
+    "EncoderLayer",
+    "FeedForward",
+    "PackedMultiHeadAttention",
+    "Packing",
+    "Transformer",
+    "decoder_inputs",
+]
 
 
 def decoder_inputs(tgt: Tensor, bos_id: int, pad_id: int) -> tuple[Tensor, Tensor]:
@@ -74,10 +74,23 @@ class Transformer(nn.Module):
     attention with chapter 5's function instead of PyTorch's fused kernel (slower, for teaching and checking).
     """
 
-    def __init__(self, src_vocab: int, tgt_vocab: int, d_model: int = 256, n_heads: int = 4, n_encoder_layers: int = 3,
-                 n_decoder_layers: int = 3, d_ff: int = 1024, dropout: float = 0.1, norm_first: bool = False,
-                 tie_embeddings: bool = False, max_len: int = 512, bos_id: int = 1, pad_id: int = 0,
-                 use_sdpa: bool = True) -> None:
+    def __init__(
+        self,
+        src_vocab: int,
+        tgt_vocab: int,
+        d_model: int = 256,
+        n_heads: int = 4,
+        n_encoder_layers: int = 3,
+        n_decoder_layers: int = 3,
+        d_ff: int = 1024,
+        dropout: float = 0.1,
+        norm_first: bool = False,
+        tie_embeddings: bool = False,
+        max_len: int = 512,
+        bos_id: int = 1,
+        pad_id: int = 0,
+        use_sdpa: bool = True,
+    ) -> None:
         super().__init__()
         _check_sizes(d_model, n_heads, dropout)
         for name, vocab in (("src_vocab", src_vocab), ("tgt_vocab", tgt_vocab)):
@@ -85,15 +98,29 @@ class Transformer(nn.Module):
                 raise ValueError(f"{name}={vocab} is too small to hold bos_id={bos_id} and pad_id={pad_id}")
         if bos_id == pad_id:
             raise ValueError(f"bos_id and pad_id must differ, got {bos_id} for both")
-        self.config = dict(src_vocab=src_vocab, tgt_vocab=tgt_vocab, d_model=d_model, n_heads=n_heads,
-                           n_encoder_layers=n_encoder_layers, n_decoder_layers=n_decoder_layers, d_ff=d_ff,
-                           dropout=dropout, norm_first=norm_first, tie_embeddings=tie_embeddings, max_len=max_len,
-                           bos_id=bos_id, pad_id=pad_id)
+        self.config = dict(
+            src_vocab=src_vocab,
+            tgt_vocab=tgt_vocab,
+            d_model=d_model,
+            n_heads=n_heads,
+            n_encoder_layers=n_encoder_layers,
+            n_decoder_layers=n_decoder_layers,
+            d_ff=d_ff,
+            dropout=dropout,
+            norm_first=norm_first,
+            tie_embeddings=tie_embeddings,
+            max_len=max_len,
+            bos_id=bos_id,
+            pad_id=pad_id,
+        )
         self.d_model, self.max_len, self.bos_id, self.pad_id = d_model, positive_int("max_len", max_len), bos_id, pad_id
         self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
         self.tgt_embed = nn.Embedding(tgt_vocab, d_model, padding_idx=pad_id)
-        self.src_embed = self.tgt_embed if tie_embeddings and src_vocab == tgt_vocab else \
-            nn.Embedding(src_vocab, d_model, padding_idx=pad_id)
+        self.src_embed = (
+            self.tgt_embed
+            if tie_embeddings and src_vocab == tgt_vocab
+            else nn.Embedding(src_vocab, d_model, padding_idx=pad_id)
+        )
         self.positional = PositionalEncoding(d_model, max_len, dropout)
         self.encoder = Encoder(n_encoder_layers, d_model, n_heads, d_ff, dropout, norm_first, use_sdpa)
         self.decoder = Decoder(n_decoder_layers, d_model, n_heads, d_ff, dropout, norm_first, use_sdpa)
@@ -128,8 +155,15 @@ class Transformer(nn.Module):
         x = x if packing is None else packing.pack(x)
         return self.encoder(x, src_mask[:, None, None, :], packing), packing  # mask (B, 1, 1, T_x): padding keys
 
-    def _decode_states(self, memory: Tensor, memory_packing: Packing | None, src_mask: Tensor, tgt_in: Tensor,
-                       self_mask: Tensor, packing: Packing | None) -> Tensor:
+    def _decode_states(
+        self,
+        memory: Tensor,
+        memory_packing: Packing | None,
+        src_mask: Tensor,
+        tgt_in: Tensor,
+        self_mask: Tensor,
+        packing: Packing | None,
+    ) -> Tensor:
         """-> the last decoder layer's states, (N_y, d) when packed, else (B, T, d)."""
         y = self._embed(self.tgt_embed, tgt_in)
         y = y if packing is None else packing.pack(y)
@@ -148,14 +182,18 @@ class Transformer(nn.Module):
         computed); position t sees tgt_in[:, :t + 1] only."""
         check_ids("tgt_in", tgt_in, tgt_mask, "tgt_mask", self.max_len)
         if not isinstance(memory, Tensor) or memory.dim() != 3 or memory.shape[2] != self.d_model:
-            raise ValueError(f"memory must be a tensor (B, T_x, d_model={self.d_model}), got "
-                             f"{tuple(memory.shape) if isinstance(memory, Tensor) else type(memory).__name__}")
+            raise ValueError(
+                f"memory must be a tensor (B, T_x, d_model={self.d_model}), got "
+                f"{tuple(memory.shape) if isinstance(memory, Tensor) else type(memory).__name__}"
+            )
         if not isinstance(src_mask, Tensor) or src_mask.dtype != torch.bool or src_mask.shape != memory.shape[:2]:
             raise ValueError(f"src_mask must be a boolean tensor of shape {tuple(memory.shape[:2])} (B, T_x)")
         if tgt_in.shape[0] != memory.shape[0]:
             raise ValueError(f"tgt_in has batch size {tgt_in.shape[0]} but memory {memory.shape[0]}")
-        check_values([("tgt_in", tgt_in, self.tgt_vocab)],
-                      [("src_mask", src_mask)] + ([("tgt_mask", tgt_mask)] if tgt_mask is not None else []))
+        check_values(
+            [("tgt_in", tgt_in, self.tgt_vocab)],
+            [("src_mask", src_mask)] + ([("tgt_mask", tgt_mask)] if tgt_mask is not None else []),
+        )
         self_mask = causal_mask(tgt_in.shape[1], device=tgt_in.device)  # (T, T)
         packing = None
         if tgt_mask is not None:
@@ -179,8 +217,9 @@ class Transformer(nn.Module):
         return _unpack(self.out(states), packing)  # (B, T_y, V)
 
     @torch.no_grad()
-    def generate(self, src: Tensor, src_mask: Tensor, max_len: int, eos_id: int | None = 2,
-                 use_cache: bool = True) -> tuple[Tensor, Tensor]:
+    def generate(
+        self, src: Tensor, src_mask: Tensor, max_len: int, eos_id: int | None = 2, use_cache: bool = True
+    ) -> tuple[Tensor, Tensor]:
         """Greedy decoding: tokens (B, L) int64, and the last decoder layer's cross-attention weights,
         averaged over heads, at every step (B, L, T_x), L <= max_len. Decoding stops once every sequence
         has written ``eos_id`` (never when it is None); after a sequence's first <eos> its tokens are <eos>

@@ -33,12 +33,25 @@ from .transformer import Transformer
 
 __all__ = ["TorchTransformer", "copy_from_torch", "copy_to_torch", "parameter_names", "to_torch"]
 
-_ENCODER_LAYER = {"self_attn.w_qkv": "self_attn.in_proj_", "self_attn.w_o": "self_attn.out_proj.",
-                  "ff.linear1": "linear1.", "ff.linear2": "linear2.", "self_attn_norm": "norm1.", "ff_norm": "norm2."}
-_DECODER_LAYER = {"self_attn.w_qkv": "self_attn.in_proj_", "self_attn.w_o": "self_attn.out_proj.",
-                  "cross_attn.w_qkv": "multihead_attn.in_proj_", "cross_attn.w_o": "multihead_attn.out_proj.",
-                  "ff.linear1": "linear1.", "ff.linear2": "linear2.", "self_attn_norm": "norm1.",
-                  "cross_attn_norm": "norm2.", "ff_norm": "norm3."}
+_ENCODER_LAYER = {
+    "self_attn.w_qkv": "self_attn.in_proj_",
+    "self_attn.w_o": "self_attn.out_proj.",
+    "ff.linear1": "linear1.",
+    "ff.linear2": "linear2.",
+    "self_attn_norm": "norm1.",
+    "ff_norm": "norm2.",
+}
+_DECODER_LAYER = {
+    "self_attn.w_qkv": "self_attn.in_proj_",
+    "self_attn.w_o": "self_attn.out_proj.",
+    "cross_attn.w_qkv": "multihead_attn.in_proj_",
+    "cross_attn.w_o": "multihead_attn.out_proj.",
+    "ff.linear1": "linear1.",
+    "ff.linear2": "linear2.",
+    "self_attn_norm": "norm1.",
+    "cross_attn_norm": "norm2.",
+    "ff_norm": "norm3.",
+}
 
 
 def parameter_names(model: Transformer) -> dict[str, str]:
@@ -63,15 +76,28 @@ def _check_compatible(model: Transformer, theirs: nn.Transformer) -> None:
     for stack, n in (("encoder", cfg["n_encoder_layers"]), ("decoder", cfg["n_decoder_layers"])):
         layers = getattr(theirs, stack).layers
         first = layers[0]
-        found = {"layers": len(layers), "d_model": first.self_attn.embed_dim, "n_heads": first.self_attn.num_heads,
-                 "d_ff": first.linear1.out_features, "norm_first": first.norm_first,
-                 "final LayerNorm": getattr(theirs, stack).norm is not None}
-        wanted = {"layers": n, "d_model": cfg["d_model"], "n_heads": cfg["n_heads"], "d_ff": cfg["d_ff"],
-                  "norm_first": cfg["norm_first"], "final LayerNorm": cfg["norm_first"]}
+        found = {
+            "layers": len(layers),
+            "d_model": first.self_attn.embed_dim,
+            "n_heads": first.self_attn.num_heads,
+            "d_ff": first.linear1.out_features,
+            "norm_first": first.norm_first,
+            "final LayerNorm": getattr(theirs, stack).norm is not None,
+        }
+        wanted = {
+            "layers": n,
+            "d_model": cfg["d_model"],
+            "n_heads": cfg["n_heads"],
+            "d_ff": cfg["d_ff"],
+            "norm_first": cfg["norm_first"],
+            "final LayerNorm": cfg["norm_first"],
+        }
         wrong = {k: (found[k], wanted[k]) for k in wanted if found[k] != wanted[k]}
         if wrong:
-            raise ValueError(f"nn.Transformer's {stack} does not match the model: "
-                             + ", ".join(f"{k} is {a}, should be {b}" for k, (a, b) in wrong.items()))
+            raise ValueError(
+                f"nn.Transformer's {stack} does not match the model: "
+                + ", ".join(f"{k} is {a}, should be {b}" for k, (a, b) in wrong.items())
+            )
         if not first.self_attn.batch_first or not (first.activation is F.relu or isinstance(first.activation, nn.ReLU)):
             raise ValueError("only nn.Transformer(batch_first=True) with activation='relu' is supported")
 
@@ -83,13 +109,22 @@ def _copy_extras(model: Transformer, extras: dict[str, nn.Module | None], to_mod
         ours = getattr(model, name)
         for kind in ("weight", "bias"):
             if hasattr(ours, kind) and getattr(ours, kind) is not None:
-                src, dst = (getattr(module, kind), getattr(ours, kind)) if to_model else (getattr(ours, kind), getattr(module, kind))
+                src, dst = (
+                    (getattr(module, kind), getattr(ours, kind))
+                    if to_model
+                    else (getattr(ours, kind), getattr(module, kind))
+                )
                 dst.copy_(src)
 
 
 @torch.no_grad()
-def copy_to_torch(model: Transformer, theirs: nn.Transformer, src_embed: nn.Embedding | None = None,
-                  tgt_embed: nn.Embedding | None = None, out: nn.Linear | None = None) -> nn.Transformer:
+def copy_to_torch(
+    model: Transformer,
+    theirs: nn.Transformer,
+    src_embed: nn.Embedding | None = None,
+    tgt_embed: nn.Embedding | None = None,
+    out: nn.Linear | None = None,
+) -> nn.Transformer:
     """Copy the model's stacks into ``theirs`` (and its embeddings and output layer into the modules given)."""
     _check_compatible(model, theirs)
     mine, their_params = dict(model.named_parameters(remove_duplicate=False)), dict(theirs.named_parameters())
@@ -100,8 +135,13 @@ def copy_to_torch(model: Transformer, theirs: nn.Transformer, src_embed: nn.Embe
 
 
 @torch.no_grad()
-def copy_from_torch(model: Transformer, theirs: nn.Transformer, src_embed: nn.Embedding | None = None,
-                    tgt_embed: nn.Embedding | None = None, out: nn.Linear | None = None) -> Transformer:
+def copy_from_torch(
+    model: Transformer,
+    theirs: nn.Transformer,
+    src_embed: nn.Embedding | None = None,
+    tgt_embed: nn.Embedding | None = None,
+    out: nn.Linear | None = None,
+) -> Transformer:
     """Copy ``theirs``' stacks (and the embeddings and output layer given) into the model; returns the model."""
     _check_compatible(model, theirs)
     mine, their_params = dict(model.named_parameters(remove_duplicate=False)), dict(theirs.named_parameters())
@@ -118,9 +158,21 @@ class TorchTransformer(nn.Module):
     transformer.Transformer (untied embeddings). ``transformer`` is the nn.Transformer.
     """
 
-    def __init__(self, src_vocab: int, tgt_vocab: int, d_model: int = 256, n_heads: int = 4, n_encoder_layers: int = 3,
-                 n_decoder_layers: int = 3, d_ff: int = 1024, dropout: float = 0.1, norm_first: bool = False,
-                 max_len: int = 512, bos_id: int = 1, pad_id: int = 0) -> None:
+    def __init__(
+        self,
+        src_vocab: int,
+        tgt_vocab: int,
+        d_model: int = 256,
+        n_heads: int = 4,
+        n_encoder_layers: int = 3,
+        n_decoder_layers: int = 3,
+        d_ff: int = 1024,
+        dropout: float = 0.1,
+        norm_first: bool = False,
+        max_len: int = 512,
+        bos_id: int = 1,
+        pad_id: int = 0,
+    ) -> None:
         super().__init__()
         self.d_model, self.bos_id, self.pad_id = d_model, bos_id, pad_id
         self.src_embed = nn.Embedding(src_vocab, d_model, padding_idx=pad_id)
@@ -128,8 +180,16 @@ class TorchTransformer(nn.Module):
         self.positional = PositionalEncoding(d_model, max_len, dropout)
         with warnings.catch_warnings():  # a notice that pre-norm encoders skip the nested-tensor inference path
             warnings.filterwarnings("ignore", message="enable_nested_tensor is True")
-            self.transformer = nn.Transformer(d_model, n_heads, n_encoder_layers, n_decoder_layers, d_ff, dropout,
-                                              batch_first=True, norm_first=norm_first)
+            self.transformer = nn.Transformer(
+                d_model,
+                n_heads,
+                n_encoder_layers,
+                n_decoder_layers,
+                d_ff,
+                dropout,
+                batch_first=True,
+                norm_first=norm_first,
+            )
         if not norm_first:  # the paper's post-norm stacks end with their last layer's LayerNorm, not another one
             self.transformer.encoder.norm = self.transformer.decoder.norm = None
         self.out = nn.Linear(d_model, tgt_vocab)
@@ -140,9 +200,14 @@ class TorchTransformer(nn.Module):
         x = self.positional(self.src_embed(src) * scale)
         y = self.positional(self.tgt_embed(tgt_in) * scale)
         # PyTorch's boolean masks mean the opposite of ours: True = may NOT attend.
-        states = self.transformer(x, y, tgt_mask=~causal_mask(tgt_in.shape[1], device=tgt.device),
-                                  src_key_padding_mask=~src_mask, tgt_key_padding_mask=tgt_in == self.pad_id,
-                                  memory_key_padding_mask=~src_mask)
+        states = self.transformer(
+            x,
+            y,
+            tgt_mask=~causal_mask(tgt_in.shape[1], device=tgt.device),
+            src_key_padding_mask=~src_mask,
+            tgt_key_padding_mask=tgt_in == self.pad_id,
+            memory_key_padding_mask=~src_mask,
+        )
         return self.out(states)
 
 

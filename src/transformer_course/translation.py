@@ -34,6 +34,7 @@ __all__ = ["CONFIGS", "TranslationData", "build_model", "evaluate_bleu", "load_d
 VOCAB_SIZE = 8000
 MAX_TRAIN_TOKENS = 48  # training pairs longer than this (in BPE tokens, either side) are left out: 0.1% of them
 
+
 @dataclass
 class TranslationData:
     tokenizer: BPETokenizer
@@ -80,16 +81,27 @@ def load_data(max_tokens: int = 1000, seed: int = 0, vocab_size: int = VOCAB_SIZ
     src = tokenizer.encode_batch([en for en, _ in split.train])
     tgt = tokenizer.encode_batch([es for _, es in split.train])
     kept = [i for i in range(len(src)) if len(src[i]) <= MAX_TRAIN_TOKENS and len(tgt[i]) < MAX_TRAIN_TOKENS]
-    batches = token_batches([src[i] for i in kept], [tgt[i] for i in kept], max_tokens, tokenizer.pad_id,
-                            tokenizer.eos_id, seed=seed)
+    batches = token_batches(
+        [src[i] for i in kept], [tgt[i] for i in kept], max_tokens, tokenizer.pad_id, tokenizer.eos_id, seed=seed
+    )
     test = multi_reference(split.test)
     sources = [en for en, _ in test]
     valid = validation_sentences(split.valid)
-    fingerprint = f"tatoeba {SPA_TSV_SHA256[:12]} bpe {hashlib.sha256(tokenizer.to_str().encode()).hexdigest()[:12]} " \
-                  f"max_tokens {max_tokens} seed {seed}"
-    return TranslationData(tokenizer, batches, sources, [refs for _, refs in test], tokenizer.encode_batch(sources),
-                           [en for en, _ in valid], [refs for _, refs in valid],
-                           tokenizer.encode_batch([en for en, _ in valid]), fingerprint)
+    fingerprint = (
+        f"tatoeba {SPA_TSV_SHA256[:12]} bpe {hashlib.sha256(tokenizer.to_str().encode()).hexdigest()[:12]} "
+        f"max_tokens {max_tokens} seed {seed}"
+    )
+    return TranslationData(
+        tokenizer,
+        batches,
+        sources,
+        [refs for _, refs in test],
+        tokenizer.encode_batch(sources),
+        [en for en, _ in valid],
+        [refs for _, refs in valid],
+        tokenizer.encode_batch([en for en, _ in valid]),
+        fingerprint,
+    )
 
 
 def _seq2seq(config: dict, vocab_size: int) -> nn.Module:
@@ -101,25 +113,53 @@ def _seq2seq(config: dict, vocab_size: int) -> nn.Module:
 def _bahdanau(config: dict, vocab_size: int) -> nn.Module:
     from .bahdanau import AttentionSeq2Seq
 
-    return AttentionSeq2Seq(vocab_size, vocab_size, config["d_emb"], config["d_hidden"], config["d_att"],
-                            d_readout=config.get("d_readout"), tie=config.get("tie", False))
+    return AttentionSeq2Seq(
+        vocab_size,
+        vocab_size,
+        config["d_emb"],
+        config["d_hidden"],
+        config["d_att"],
+        d_readout=config.get("d_readout"),
+        tie=config.get("tie", False),
+    )
 
 
 def _transformer(config: dict, vocab_size: int) -> nn.Module:
     from .transformer import Transformer
 
-    keys = ("d_model", "n_heads", "n_encoder_layers", "n_decoder_layers", "d_ff", "dropout", "norm_first",
-            "tie_embeddings")
+    keys = (
+        "d_model",
+        "n_heads",
+        "n_encoder_layers",
+        "n_decoder_layers",
+        "d_ff",
+        "dropout",
+        "norm_first",
+        "tie_embeddings",
+    )
     return Transformer(vocab_size, vocab_size, **{k: config[k] for k in keys if k in config})
 
 
 # A configuration's "model" -> the function that builds it (the chapters' modules are imported when used).
-BUILDERS: dict[str, Callable[[dict, int], nn.Module]] = {"seq2seq": _seq2seq, "bahdanau": _bahdanau,
-                                                         "transformer": _transformer}
+BUILDERS: dict[str, Callable[[dict, int], nn.Module]] = {
+    "seq2seq": _seq2seq,
+    "bahdanau": _bahdanau,
+    "transformer": _transformer,
+}
 # ... and the modules whose source builds and runs it: with the shared ones of _code, its cache key
-MODEL_CODE = {"seq2seq": ("seq2seq",), "bahdanau": ("seq2seq", "bahdanau"),
-              "transformer": ("_checks", "attention", "multihead", "positional", "transformer_layers", "transformer",
-                              "incremental")}  # incremental: generate() decodes the stored test translations with it
+MODEL_CODE = {
+    "seq2seq": ("seq2seq",),
+    "bahdanau": ("seq2seq", "bahdanau"),
+    "transformer": (
+        "_checks",
+        "attention",
+        "multihead",
+        "positional",
+        "transformer_layers",
+        "transformer",
+        "incremental",
+    ),
+}  # incremental: generate() decodes the stored test translations with it
 
 
 def build_model(config: dict, vocab_size: int, seed: int = 0) -> nn.Module:
@@ -164,9 +204,16 @@ def _code(kind: str) -> tuple:
     return (*own, sys.modules[__name__], training, evaluation, metrics, batching, tatoeba, tokenize)
 
 
-def translation_experiment(name: str, seconds: float | None = None, steps: int | None = None,
-                           eval_every_seconds: float = 0.0, device: str | None = None, log: Callable | None = None,
-                           progress: bool = True, **overrides) -> dict:
+def translation_experiment(
+    name: str,
+    seconds: float | None = None,
+    steps: int | None = None,
+    eval_every_seconds: float = 0.0,
+    device: str | None = None,
+    log: Callable | None = None,
+    progress: bool = True,
+    **overrides,
+) -> dict:
     """Train (or load from the cache) the configuration ``name`` of CONFIGS, then score it on the test set.
 
     The training curve (``eval_every_seconds``) and ``valid_bleu`` are on the validation set; ``bleu`` and
@@ -176,9 +223,14 @@ def translation_experiment(name: str, seconds: float | None = None, steps: int |
         config["steps"], config["seconds"] = steps, seconds
     data = load_data(config["max_tokens"], vocab_size=config.get("vocab", VOCAB_SIZE))
     dev = pick_device(device)
-    settings = Settings(steps=config.get("steps"), seconds=config.get("seconds"), peak_lr=config["peak_lr"],
-                        warmup=config["warmup"], smoothing=config.get("smoothing", 0.1),
-                        eval_every_seconds=eval_every_seconds)
+    settings = Settings(
+        steps=config.get("steps"),
+        seconds=config.get("seconds"),
+        peak_lr=config["peak_lr"],
+        warmup=config["warmup"],
+        smoothing=config.get("smoothing", 0.1),
+        eval_every_seconds=eval_every_seconds,
+    )
 
     def build() -> nn.Module:
         return build_model(config, len(data.tokenizer)).to(dev)
@@ -194,8 +246,9 @@ def translation_experiment(name: str, seconds: float | None = None, steps: int |
         return history
 
     key_config = {**config, "device": dev.type}
-    model, history, loaded = cached_training(f"tatoeba-{name}", key_config, data.fingerprint, build, train,
-                                             _code(config["model"]))
+    model, history, loaded = cached_training(
+        f"tatoeba-{name}", key_config, data.fingerprint, build, train, _code(config["model"])
+    )
     model.to(dev)
     hypotheses, decode_seconds = history.get("test_hypotheses"), history.get("decode_seconds")
     if hypotheses is None or len(hypotheses) != len(data.test_sources):  # an entry from before they were kept
@@ -204,8 +257,18 @@ def translation_experiment(name: str, seconds: float | None = None, steps: int |
         decode_seconds = time.perf_counter() - start
     bleu = corpus_bleu(hypotheses, data.test_references)
     lengths = [len(ids) for ids in data.test_ids]
-    return {"name": name, "model": model, "history": history, "loaded": loaded, "bleu": bleu,
-            "valid_bleu": history.get("valid_bleu"), "config": config,
-            "parameters": count_parameters(model), "hypotheses": hypotheses, "decode_seconds": decode_seconds,
-            "by_length": bleu_by_length(hypotheses, data.test_references, lengths, [1, 6, 9, 12, 16, 100]),
-            "data": data, "device": str(dev)}
+    return {
+        "name": name,
+        "model": model,
+        "history": history,
+        "loaded": loaded,
+        "bleu": bleu,
+        "valid_bleu": history.get("valid_bleu"),
+        "config": config,
+        "parameters": count_parameters(model),
+        "hypotheses": hypotheses,
+        "decode_seconds": decode_seconds,
+        "by_length": bleu_by_length(hypotheses, data.test_references, lengths, [1, 6, 9, 12, 16, 100]),
+        "data": data,
+        "device": str(dev),
+    }

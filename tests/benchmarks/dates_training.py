@@ -26,8 +26,14 @@ def run(attention: bool, steps: int) -> None:
     cfg = {**DATE_EXPERIMENT}
     train_pairs, test_pairs = date_splits(cfg["n_train"], cfg["n_test"], seed=cfg["seed"])
     src_vocab, tgt_vocab = date_vocabs()
-    batches = make_batches([src_vocab.encode(a) for a, _ in train_pairs], [tgt_vocab.encode(b) for _, b in train_pairs],
-                           cfg["batch_size"], 0, 2, seed=cfg["seed"])
+    batches = make_batches(
+        [src_vocab.encode(a) for a, _ in train_pairs],
+        [tgt_vocab.encode(b) for _, b in train_pairs],
+        cfg["batch_size"],
+        0,
+        2,
+        seed=cfg["seed"],
+    )
     test_src, targets = [src_vocab.encode(a) for a, _ in test_pairs], [b for _, b in test_pairs]
     model = _build(attention, len(src_vocab), len(tgt_vocab), cfg)
     opt = torch.optim.Adam(model.parameters(), lr=cfg["lr"])

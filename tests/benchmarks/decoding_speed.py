@@ -50,8 +50,10 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     vocab = 8000
     model = build_model(CONFIGS["transformer-cpu"], vocab).eval()
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, transformer-cpu with random weights "
-          f"({sum(p.numel() for p in model.parameters()):,} parameters)")
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, transformer-cpu with random weights "
+        f"({sum(p.numel() for p in model.parameters()):,} parameters)"
+    )
 
     for batch in (1, 64):
         src, mask = _pad(_sources(batch, vocab, seed=batch))
@@ -60,8 +62,10 @@ def main() -> None:
             cached.append(_timed(lambda: greedy_decode(model, src, mask, 30, eos_id=None)))
             full.append(_timed(lambda: model.generate(src, mask, 30, eos_id=None, use_cache=False)))
         a, b = statistics.median(cached), statistics.median(full)
-        print(f"greedy, 30 tokens, batch {batch:3d}: cached {a * 1000:8.1f} ms, recomputed {b * 1000:8.1f} ms, "
-              f"speed-up {b / a:.2f}x")
+        print(
+            f"greedy, 30 tokens, batch {batch:3d}: cached {a * 1000:8.1f} ms, recomputed {b * 1000:8.1f} ms, "
+            f"speed-up {b / a:.2f}x"
+        )
 
     seqs = _sources(200, vocab, seed=7)
     order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))  # batches of similar length, as translate does
@@ -80,8 +84,10 @@ def main() -> None:
         together.append(_timed(batched))
         alone.append(_timed(one_by_one))
     a, b = statistics.median(together), statistics.median(alone)
-    print(f"beam search, width 4, 200 sentences, up to 30 tokens: batched {a:.2f} s, one by one {b:.2f} s, "
-          f"speed-up {b / a:.2f}x")
+    print(
+        f"beam search, width 4, 200 sentences, up to 30 tokens: batched {a:.2f} s, one by one {b:.2f} s, "
+        f"speed-up {b / a:.2f}x"
+    )
 
 
 if __name__ == "__main__":

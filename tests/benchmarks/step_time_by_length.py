@@ -84,19 +84,36 @@ def main(argv: list[str] | None = None) -> None:
     for name, c in MODELS.items():
         for length in args.lengths:
             seconds = statistics.median(times[name][length])
-            rows.append({"model": name, "config": c, "length": length, "sentences": len(batches[length]),
-                         "seconds": seconds, "tokens_per_second": len(batches[length]) * length / seconds,
-                         "sequential_steps": sequential_steps(CONFIGS[c], length),
-                         "spread": [min(times[name][length]), max(times[name][length])]})
-            print(f"{name:20s} L={length:4d}  {len(batches[length]):4d} sentences  {1000 * seconds:8.1f} ms/step  "
-                  f"{rows[-1]['tokens_per_second']:8.0f} tokens/s  {rows[-1]['sequential_steps']:4d} sequential steps")
+            rows.append(
+                {
+                    "model": name,
+                    "config": c,
+                    "length": length,
+                    "sentences": len(batches[length]),
+                    "seconds": seconds,
+                    "tokens_per_second": len(batches[length]) * length / seconds,
+                    "sequential_steps": sequential_steps(CONFIGS[c], length),
+                    "spread": [min(times[name][length]), max(times[name][length])],
+                }
+            )
+            print(
+                f"{name:20s} L={length:4d}  {len(batches[length]):4d} sentences  {1000 * seconds:8.1f} ms/step  "
+                f"{rows[-1]['tokens_per_second']:8.0f} tokens/s  {rows[-1]['sequential_steps']:4d} sequential steps"
+            )
     if args.out:
-        result = {"command": "OMP_NUM_THREADS=2 python tests/benchmarks/step_time_by_length.py " + " ".join(
-                      argv if argv is not None else sys.argv[1:]),
-                  "torch": torch.__version__, "threads": torch.get_num_threads(), "cpu_count": os.cpu_count(),
-                  "machine": platform.machine(), "tokens_per_batch": args.tokens, "rounds": args.rounds,
-                  "configs": {c: CONFIGS[c] for c in MODELS.values()}, "rows": rows,
-                  "load_average": os.getloadavg()}
+        result = {
+            "command": "OMP_NUM_THREADS=2 python tests/benchmarks/step_time_by_length.py "
+            + " ".join(argv if argv is not None else sys.argv[1:]),
+            "torch": torch.__version__,
+            "threads": torch.get_num_threads(),
+            "cpu_count": os.cpu_count(),
+            "machine": platform.machine(),
+            "tokens_per_batch": args.tokens,
+            "rounds": args.rounds,
+            "configs": {c: CONFIGS[c] for c in MODELS.values()},
+            "rows": rows,
+            "load_average": os.getloadavg(),
+        }
         with open(args.out, "w") as f:
             f.write(json.dumps(result, indent=1) + "\n")
 

@@ -27,20 +27,37 @@ def timed_steps(cfg: dict, steps: int, warmup: tuple[int, int], first_batch: int
     ``warmup`` = (its batches, its steps). Also the cost of a step that tests/benchmarks/sweep.py measures."""
     data = load_data(cfg["max_tokens"], vocab_size=cfg.get("vocab", VOCAB_SIZE))
     batches, warm_steps = warmup
-    fit(build_model(cfg, len(data.tokenizer)), data.train[:batches],
-        Settings(steps=warm_steps, peak_lr=1e-4, warmup=10), progress=False)
+    fit(
+        build_model(cfg, len(data.tokenizer)),
+        data.train[:batches],
+        Settings(steps=warm_steps, peak_lr=1e-4, warmup=10),
+        progress=False,
+    )
     model = build_model(cfg, len(data.tokenizer))
     wall, cpu = time.perf_counter(), time.process_time()
-    history = fit(model, data.train[first_batch:], Settings(steps=steps, peak_lr=cfg["peak_lr"], warmup=cfg["warmup"]),
-                  progress=False)
+    history = fit(
+        model,
+        data.train[first_batch:],
+        Settings(steps=steps, peak_lr=cfg["peak_lr"], warmup=cfg["warmup"]),
+        progress=False,
+    )
     return history, time.perf_counter() - wall, time.process_time() - cpu
 
 
 def main(name: str, threads: int) -> None:
     torch.set_num_threads(threads)
     history, wall, cpu = timed_steps(CONFIGS[name], 150, warmup=(20, 20), first_batch=100)
-    print(json.dumps({"config": name, "threads": threads, "steps_per_s": history["step"] / wall,
-                      "steps_per_cpu_s": history["step"] / cpu, "tokens_per_s": history["tokens"] / wall}))
+    print(
+        json.dumps(
+            {
+                "config": name,
+                "threads": threads,
+                "steps_per_s": history["step"] / wall,
+                "steps_per_cpu_s": history["step"] / cpu,
+                "tokens_per_s": history["tokens"] / wall,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -27,8 +27,21 @@ import sys
 import time
 from pathlib import Path
 
-COST_KEYS = ("model", "d_model", "n_heads", "n_encoder_layers", "n_decoder_layers", "d_ff", "dropout", "max_tokens",
-             "d_emb", "d_hidden", "d_att", "d_readout", "vocab")
+COST_KEYS = (
+    "model",
+    "d_model",
+    "n_heads",
+    "n_encoder_layers",
+    "n_decoder_layers",
+    "d_ff",
+    "dropout",
+    "max_tokens",
+    "d_emb",
+    "d_hidden",
+    "d_att",
+    "d_readout",
+    "vocab",
+)
 
 
 def _config(trial: dict) -> dict:
@@ -73,9 +86,23 @@ def budgets(spec: dict, measured: dict) -> dict[str, int]:
 def command(spec: dict, name: str, steps: int, outdir: Path) -> list[str]:
     trial = spec["trials"][name]
     sets = [f"{k}={json.dumps(v)}" for k, v in trial["set"].items()]
-    return (["python", "-m", "transformer_course.train", "--config", trial["base"], "--steps", str(steps), "--threads",
-             "1", "--no-test", "--no-progress", "--seed", str(trial.get("seed", 0)), "--out", str(outdir / f"{name}.json")]
-            + (["--set", *sets] if sets else []))
+    return [
+        "python",
+        "-m",
+        "transformer_course.train",
+        "--config",
+        trial["base"],
+        "--steps",
+        str(steps),
+        "--threads",
+        "1",
+        "--no-test",
+        "--no-progress",
+        "--seed",
+        str(trial.get("seed", 0)),
+        "--out",
+        str(outdir / f"{name}.json"),
+    ] + (["--set", *sets] if sets else [])
 
 
 def run(spec_path: Path, names: list[str]) -> None:
@@ -93,7 +120,9 @@ def run(spec_path: Path, names: list[str]) -> None:
             cmd = command(spec, name, steps[name], outdir)
             print(time.strftime("%H:%M:%S"), "start", name, " ".join(cmd), flush=True)
             log = open(outdir / f"{name}.log", "w")
-            running.append((name, subprocess.Popen([sys.executable, *cmd[1:]], env=env, stdout=log, stderr=subprocess.STDOUT)))
+            running.append(
+                (name, subprocess.Popen([sys.executable, *cmd[1:]], env=env, stdout=log, stderr=subprocess.STDOUT))
+            )
         time.sleep(5)
         for name, proc in list(running):
             if proc.poll() is not None:
@@ -112,15 +141,29 @@ def summary(spec_path: Path, out: Path) -> None:
         if not path.exists():
             continue
         r = json.loads(path.read_text())
-        trials.append({"name": name, "base": trial["base"], "set": trial["set"], "settings": r["settings"],
-                       "command": r["command"],
-                       "steps": r["steps"], "parameters": r["parameters"], "valid_bleu": r["score"],
-                       "tokens_per_cpu_second": measured[name]["tokens_per_cpu_second"],
-                       "train_seconds_one_thread": r["train_seconds"], "torch": r["torch"]})
-    result = {"protocol": __doc__.split("\n\n", 2)[2].strip(), "budget_seconds": spec["budget_seconds"],
-              "two_thread_speedup": spec["two_thread_speedup"], "trials": trials,
-              **{k: spec[k] for k in ("notes", "two_thread_speedup_measured", "dropped_before_running") if k in spec},
-              "speed_notes": {n: m["note"] for n, m in measured.items() if "note" in m}}
+        trials.append(
+            {
+                "name": name,
+                "base": trial["base"],
+                "set": trial["set"],
+                "settings": r["settings"],
+                "command": r["command"],
+                "steps": r["steps"],
+                "parameters": r["parameters"],
+                "valid_bleu": r["score"],
+                "tokens_per_cpu_second": measured[name]["tokens_per_cpu_second"],
+                "train_seconds_one_thread": r["train_seconds"],
+                "torch": r["torch"],
+            }
+        )
+    result = {
+        "protocol": __doc__.split("\n\n", 2)[2].strip(),
+        "budget_seconds": spec["budget_seconds"],
+        "two_thread_speedup": spec["two_thread_speedup"],
+        "trials": trials,
+        **{k: spec[k] for k in ("notes", "two_thread_speedup_measured", "dropped_before_running") if k in spec},
+        "speed_notes": {n: m["note"] for n, m in measured.items() if "note" in m},
+    }
     out.write_text(json.dumps(result, indent=1) + "\n")
     for t in sorted(trials, key=lambda t: -t["valid_bleu"]):
         print(f"{t['name']}  {t['valid_bleu']:5.2f}  {t['steps']:5d} steps  {t['set']}")

@@ -52,8 +52,13 @@ def main() -> None:
     sides = {}
     for side in ("old", "new"):
         env = {**os.environ, "PYTHONPATH": os.path.abspath(getattr(args, side)), "TQDM_DISABLE": "1"}
-        proc = subprocess.Popen([sys.executable, "-c", WORKER, args.config, str(args.max_tokens), str(args.threads)],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", WORKER, args.config, str(args.max_tokens), str(args.threads)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         ready = json.loads(proc.stdout.readline())
         print(f"{side}: {args.config} = {ready['config']}", flush=True)
         sides[side] = proc
@@ -70,8 +75,10 @@ def main() -> None:
             line.append(f"{side} {out['tokens'] / out['seconds']:7.0f}")
         print(f"round {r + 1}: " + "   ".join(line) + " target tokens/s", flush=True)
     rate = {side: tokens / seconds for side, (seconds, tokens) in totals.items()}
-    print(f"total: old {rate['old']:.0f}, new {rate['new']:.0f} target tokens/s; ratio new / old {rate['new'] / rate['old']:.2f} "
-          f"({args.rounds} rounds of {args.steps} steps each, {args.threads} threads, load {os.getloadavg()[0]:.2f})")
+    print(
+        f"total: old {rate['old']:.0f}, new {rate['new']:.0f} target tokens/s; ratio new / old {rate['new'] / rate['old']:.2f} "
+        f"({args.rounds} rounds of {args.steps} steps each, {args.threads} threads, load {os.getloadavg()[0]:.2f})"
+    )
     for proc in sides.values():
         proc.stdin.close()
         proc.wait()

@@ -41,7 +41,9 @@ def make_batches(n: int, batch: int, vocab: int, low: int, high: int, seed: int)
         length = int(torch.randint(low, high + 1, (1,), generator=g))
         return torch.randint(4, vocab, (length,), generator=g).tolist()
 
-    return [make_batch([sentence() for _ in range(batch)], [sentence() for _ in range(batch)], PAD, EOS) for _ in range(n)]
+    return [
+        make_batch([sentence() for _ in range(batch)], [sentence() for _ in range(batch)], PAD, EOS) for _ in range(n)
+    ]
 
 
 def train_steps(model, optimizer, batches, steps: int, device, bf16: bool) -> tuple[float, float, int]:
@@ -87,8 +89,15 @@ def main() -> None:
     load_start = os.getloadavg()
 
     torch.manual_seed(0)
-    size = dict(d_model=256, n_heads=4, n_encoder_layers=3, n_decoder_layers=3, d_ff=1024, dropout=args.dropout,
-                norm_first=args.norm_first)
+    size = dict(
+        d_model=256,
+        n_heads=4,
+        n_encoder_layers=3,
+        n_decoder_layers=3,
+        d_ff=1024,
+        dropout=args.dropout,
+        norm_first=args.norm_first,
+    )
     ours = Transformer(args.vocab, args.vocab, **size).to(device)
     theirs = to_torch(ours).to(device)  # nn.Transformer inside the same embeddings and output layer, same weights
     models = {"ours": ours, "torch": theirs}
@@ -96,12 +105,16 @@ def main() -> None:
     batches = [b.to(device) for b in make_batches(8, args.batch, args.vocab, args.min_len, args.max_len, seed=0)]
     real = sum(int(b.tgt_mask.sum()) for b in batches) / sum(b.tgt_mask.numel() for b in batches)
 
-    print(f"torch {torch.__version__}, device {device}, bf16 {args.bf16}, threads {torch.get_num_threads()} "
-          f"(OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}), {os.cpu_count()} CPUs, "
-          f"load average at start {load_start[0]:.2f} {load_start[1]:.2f} {load_start[2]:.2f}")
-    print(f"d_model 256, 4 heads, 3+3 layers, d_ff 1024, vocab {args.vocab}, dropout {args.dropout}, "
-          f"norm_first {args.norm_first}; batch {args.batch}, lengths {args.min_len}-{args.max_len} "
-          f"({real:.0%} of target positions real); {args.steps} timed steps per model and round")
+    print(
+        f"torch {torch.__version__}, device {device}, bf16 {args.bf16}, threads {torch.get_num_threads()} "
+        f"(OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}), {os.cpu_count()} CPUs, "
+        f"load average at start {load_start[0]:.2f} {load_start[1]:.2f} {load_start[2]:.2f}"
+    )
+    print(
+        f"d_model 256, 4 heads, 3+3 layers, d_ff 1024, vocab {args.vocab}, dropout {args.dropout}, "
+        f"norm_first {args.norm_first}; batch {args.batch}, lengths {args.min_len}-{args.max_len} "
+        f"({real:.0%} of target positions real); {args.steps} timed steps per model and round"
+    )
     for name, model in models.items():
         model.train()
         train_steps(model, optimizers[name], batches, args.warmup, device, args.bf16)
@@ -116,18 +129,28 @@ def main() -> None:
             totals[name] = [totals[name][0] + seconds, totals[name][1] + cpu, totals[name][2] + tokens]
             rates[name], cpu_rates[name] = tokens / seconds, tokens / cpu
         ratios.append(rates["ours"] / rates["torch"])
-        print(f"round {r}: ours {rates['ours']:8.0f} tokens/s   torch {rates['torch']:8.0f} tokens/s   "
-              f"ratio {ratios[-1]:.3f}   (per CPU-second: ratio {cpu_rates['ours'] / cpu_rates['torch']:.3f})   "
-              f"load {os.getloadavg()[0]:.2f}", flush=True)
+        print(
+            f"round {r}: ours {rates['ours']:8.0f} tokens/s   torch {rates['torch']:8.0f} tokens/s   "
+            f"ratio {ratios[-1]:.3f}   (per CPU-second: ratio {cpu_rates['ours'] / cpu_rates['torch']:.3f})   "
+            f"load {os.getloadavg()[0]:.2f}",
+            flush=True,
+        )
     rate = {name: tokens / seconds for name, (seconds, _, tokens) in totals.items()}
     cpu_rate = {name: tokens / cpu for name, (_, cpu, tokens) in totals.items()}
-    print(f"total:   ours {rate['ours']:8.0f} tokens/s   torch {rate['torch']:8.0f} tokens/s   "
-          f"ratio (ours / torch) {rate['ours'] / rate['torch']:.3f}")
-    print(f"per CPU-second: ours {cpu_rate['ours']:8.0f} tokens   torch {cpu_rate['torch']:8.0f} tokens   "
-          f"ratio {cpu_rate['ours'] / cpu_rate['torch']:.3f}")
+    print(
+        f"total:   ours {rate['ours']:8.0f} tokens/s   torch {rate['torch']:8.0f} tokens/s   "
+        f"ratio (ours / torch) {rate['ours'] / rate['torch']:.3f}"
+    )
+    print(
+        f"per CPU-second: ours {cpu_rate['ours']:8.0f} tokens   torch {cpu_rate['torch']:8.0f} tokens   "
+        f"ratio {cpu_rate['ours'] / cpu_rate['torch']:.3f}"
+    )
     load_end = os.getloadavg()
-    print(f"median per-round ratio {statistics.median(ratios):.3f}; "
-          f"load average at end {load_end[0]:.2f} {load_end[1]:.2f} {load_end[2]:.2f}")
+    print(
+        f"median per-round ratio {statistics.median(ratios):.3f}; "
+        f"load average at end {load_end[0]:.2f} {load_end[1]:.2f} {load_end[2]:.2f}"
+    )
+
 
 if __name__ == "__main__":
     main()

@@ -6,11 +6,7 @@ named in a round must lose exactly its own points.
 
 
 def _gates(body: str) -> str:
-    return (
-        "def lstm_gates(x_t, h, w_ih, w_hh, b_ih, b_hh):\n"
-        "    z = x_t @ w_ih.T + b_ih + h @ w_hh.T + b_hh\n"
-        + body
-    )
+    return "def lstm_gates(x_t, h, w_ih, w_hh, b_ih, b_hh):\n    z = x_t @ w_ih.T + b_ih + h @ w_hh.T + b_hh\n" + body
 
 
 def _cell(update: str, show: str = "o * torch.tanh(c_new)", result: str = "h_new, c_new") -> str:
@@ -59,7 +55,11 @@ _INIT = """class LSTM(nn.Module):
 """
 
 
-def _stack(layer_input: str = "output", layer_state: str = "(state[0][k], state[1][k])", result: str = "(torch.stack(hs), torch.stack(cs))") -> str:
+def _stack(
+    layer_input: str = "output",
+    layer_state: str = "(state[0][k], state[1][k])",
+    result: str = "(torch.stack(hs), torch.stack(cs))",
+) -> str:
     return _INIT + (
         "        output, hs, cs = x, [], []\n"
         "        for k in range(self.num_layers):\n"

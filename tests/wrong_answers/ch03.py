@@ -21,8 +21,10 @@ _STEP = """class DecoderStep(nn.Module):
 
 WRONG_ROUNDS = [
     {
-        "3.1": _ENCODER + "        states, _ = self.rnn(self.embedding(src))\n        return states, states[:, -1]\n",  # padding
-        "3.2": _STEP + "        h_new = self.cell(self.embedding(y_prev), h)\n        return self.out(h), h_new\n",  # old state
+        "3.1": _ENCODER
+        + "        states, _ = self.rnn(self.embedding(src))\n        return states, states[:, -1]\n",  # padding
+        "3.2": _STEP
+        + "        h_new = self.cell(self.embedding(y_prev), h)\n        return self.out(h), h_new\n",  # old state
         "3.3": (  # teacher forcing with unshifted targets
             "def teacher_forcing(step, h0, targets, bos_id):\n"
             "    h, out = h0, []\n"

@@ -23,7 +23,8 @@ WRONG_ROUNDS = [
             "    weights = torch.softmax(scores, dim=0)\n"
             "    return (weights[:, :, None] * h).sum(1), weights\n"
         ),
-        "4.3": _STEP + (  # context from the last state only
+        "4.3": _STEP
+        + (  # context from the last state only
             "        _, weights = attention_context(scores, h, mask)\n"
             "        context = h[:, -1]\n"
             "        s_new = self.cell(torch.cat([self.embedding(y_prev), context], -1), s)\n"
@@ -38,7 +39,8 @@ WRONG_ROUNDS = [
             "    weights = torch.softmax(scores, dim=-1)\n"
             "    return h[:, -1], weights\n"
         ),
-        "4.3": _STEP + (  # mask not passed on
+        "4.3": _STEP
+        + (  # mask not passed on
             "        context, weights = attention_context(scores, h)\n"
             "        s_new = self.cell(torch.cat([self.embedding(y_prev), context], -1), s)\n"
             "        return self.out(torch.cat([s_new, context], -1)), s_new, weights\n"

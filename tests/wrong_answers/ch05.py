@@ -53,7 +53,9 @@ WRONG_ROUNDS = [
             "    if mask is not None:\n        scores = scores.masked_fill(mask, float('-inf'))\n"
             "    weights = torch.softmax(scores, dim=-1)\n    return weights @ v, weights\n"
         ),
-        "5.4": _layer("        out, w = scaled_dot_product_attention(self.w_q(x), self.w_k(x), self.w_v(x))\n        return out, w\n"),
+        "5.4": _layer(
+            "        out, w = scaled_dot_product_attention(self.w_q(x), self.w_k(x), self.w_v(x))\n        return out, w\n"
+        ),
     },
     {
         "5.3": _sdpa(  # mask applied after the softmax

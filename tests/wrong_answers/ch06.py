@@ -39,15 +39,18 @@ WRONG_ROUNDS = [
     {
         "6.1": _split("    return x.reshape(B, n_heads, T, d_k)\n"),  # heads split along the wrong axis
         "6.2": _merge("    return x.reshape(B, T, h * d_k)\n"),  # merged without moving the head axis back
-        "6.3": _INIT + _PROJECT + (  # no W_O
-            "        out, weights = attention(q, k, v, mask)\n"
-            "        return merge_heads(out), weights\n"
+        "6.3": _INIT
+        + _PROJECT
+        + (  # no W_O
+            "        out, weights = attention(q, k, v, mask)\n        return merge_heads(out), weights\n"
         ),
     },
     {
         "6.1": _split("    return x.reshape(B, T, d_k, n_heads).permute(0, 3, 1, 2)\n"),  # every h-th feature per head
         "6.2": _merge("    return x.sum(dim=1)\n"),  # heads summed, not concatenated
-        "6.3": _INIT + _PROJECT + (  # d_model used where d_k belongs
+        "6.3": _INIT
+        + _PROJECT
+        + (  # d_model used where d_k belongs
             "        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_model)\n"
             "        if mask is not None:\n"
             "            scores = scores.masked_fill(~mask, float('-inf'))\n"
@@ -58,7 +61,8 @@ WRONG_ROUNDS = [
     {
         "6.1": _split("    return x.reshape(B, T, n_heads, d_k)\n"),  # head axis left after the time axis
         "6.2": _merge("    return x.permute(0, 2, 3, 1).reshape(B, T, h * d_k)\n"),  # heads interleaved
-        "6.3": _INIT + (  # heads split along the wrong axis inside the layer
+        "6.3": _INIT
+        + (  # heads split along the wrong axis inside the layer
             "        B, T_q, T_k, h, d_k = query.shape[0], query.shape[1], key.shape[1], self.n_heads, self.d_k\n"
             "        q = self.w_q(query).reshape(B, h, T_q, d_k)\n"
             "        k = self.w_k(key).reshape(B, h, T_k, d_k)\n"

@@ -50,54 +50,65 @@ _SCHEDULE = "def noam_lr(step, d_model, warmup, factor=1.0):\n"
 
 WRONG_ROUNDS = [
     {
-        "8.1": _ENCODER + (  # the residual added after the norm, in the wrong place
+        "8.1": _ENCODER
+        + (  # the residual added after the norm, in the wrong place
             "        x = self.self_attn_norm(x) + self.dropout(self.self_attn(x, x, x, mask)[0])\n"
             "        return self.ff_norm(x) + self.dropout(self.ff(x))\n"
         ),
-        "8.2": _DECODER + (  # no causal mask in the self-attention
+        "8.2": _DECODER
+        + (  # no causal mask in the self-attention
             "        y = self.self_attn_norm(y + self.self_attn(y, y, y)[0])\n"
             "        y = self.cross_attn_norm(y + self.cross_attn(y, memory, memory, memory_mask)[0])\n"
             "        return self.ff_norm(y + self.ff(y))\n"
         ),
-        "8.3": _FORWARD + (  # targets not shifted
-            "        tgt_in = tgt\n"
-            "        self_mask = causal & (tgt_in != self.pad_id)[:, None, None, :]\n" + _DECODE
+        "8.3": _FORWARD
+        + (  # targets not shifted
+            "        tgt_in = tgt\n        self_mask = causal & (tgt_in != self.pad_id)[:, None, None, :]\n" + _DECODE
         ),
-        "8.4": _LOSS + (  # smoothing spread over the V - 1 wrong tokens only
+        "8.4": _LOSS
+        + (  # smoothing spread over the V - 1 wrong tokens only
             "    others = (-log_probs.sum(-1) - nll) / (logits.shape[-1] - 1)\n"
             "    loss = (1 - smoothing) * nll + smoothing * others\n"
             "    return (loss * mask).sum() / mask.sum()\n"
         ),
-        "8.5": _SCHEDULE + (  # the warm-up inverted
+        "8.5": _SCHEDULE
+        + (  # the warm-up inverted
             "    return factor * d_model ** -0.5 * torch.maximum(step ** -0.5, step * warmup ** -1.5)\n"
         ),
     },
     {
-        "8.1": _ENCODER + (  # pre-norm where post-norm was asked for
+        "8.1": _ENCODER
+        + (  # pre-norm where post-norm was asked for
             "        x = x + self.dropout(self.self_attn(*(3 * [self.self_attn_norm(x)]), mask)[0])\n"
             "        return x + self.dropout(self.ff(self.ff_norm(x)))\n"
         ),
-        "8.2": _DECODER + (  # the encoder's output used as the queries of the cross-attention
+        "8.2": _DECODER
+        + (  # the encoder's output used as the queries of the cross-attention
             "        y = self.self_attn_norm(y + self.self_attn(y, y, y, self_mask)[0])\n"
             "        y = self.cross_attn_norm(y + self.cross_attn(memory, y, y, memory_mask)[0])\n"
             "        return self.ff_norm(y + self.ff(y))\n"
         ),
-        "8.3": _FORWARD + _SHIFTED + (  # the causal mask missing
+        "8.3": _FORWARD
+        + _SHIFTED
+        + (  # the causal mask missing
             "        self_mask = (tgt_in != self.pad_id)[:, None, None, :]\n" + _DECODE
         ),
-        "8.4": _LOSS + (  # averaged over the padding positions too
-            "    loss = (1 - smoothing) * nll - smoothing * log_probs.mean(-1)\n"
-            "    return loss.mean()\n"
+        "8.4": _LOSS
+        + (  # averaged over the padding positions too
+            "    loss = (1 - smoothing) * nll - smoothing * log_probs.mean(-1)\n    return loss.mean()\n"
         ),
-        "8.5": _SCHEDULE + (  # the factor d_model^-0.5 left out
+        "8.5": _SCHEDULE
+        + (  # the factor d_model^-0.5 left out
             "    return factor * torch.minimum(step ** -0.5, step * warmup ** -1.5)\n"
         ),
     },
     {
-        "8.3": _FORWARD + _SHIFTED + (  # the padding mask taken from the unshifted targets
+        "8.3": _FORWARD
+        + _SHIFTED
+        + (  # the padding mask taken from the unshifted targets
             "        self_mask = causal & (tgt != self.pad_id)[:, None, None, :]\n" + _DECODE
         ),
         "8.4": "def label_smoothed_loss(logits, targets, mask, smoothing):\n"  # PyTorch's loss: refused
-               "    return F.cross_entropy(logits[mask], targets[mask], label_smoothing=smoothing)\n",
+        "    return F.cross_entropy(logits[mask], targets[mask], label_smoothing=smoothing)\n",
     },
 ]

@@ -9,7 +9,9 @@ _STEP = """def beam_step(prefixes, scores, logp, beam_size, eos_id):
     n, V = logp.shape
     live, live_scores, finished, finished_scores = [], [], [], []
 """
-_STEP_RETURN = "    return (tuple(live), logp.new_tensor(live_scores)), (tuple(finished), logp.new_tensor(finished_scores))\n"
+_STEP_RETURN = (
+    "    return (tuple(live), logp.new_tensor(live_scores)), (tuple(finished), logp.new_tensor(finished_scores))\n"
+)
 # The selection of the reference, after `top` (best first), `beams` and `tokens` are computed.
 _SELECT = """    for rank in range(len(top)):
         hypothesis = prefixes[beams[rank]] + (tokens[rank],)
@@ -29,16 +31,20 @@ _ATTEND = """    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.s
 
 WRONG_ROUNDS = [
     {
-        "9.1": _SCORE + (  # the length penalty applied twice
-            "    lp = ((5 + length) / 6) ** alpha\n"
-            "    return log_prob / lp / lp\n"
+        "9.1": _SCORE
+        + (  # the length penalty applied twice
+            "    lp = ((5 + length) / 6) ** alpha\n    return log_prob / lp / lp\n"
         ),
-        "9.2": _STEP + (  # top-k per hypothesis (over the last axis), not over all n x V candidates
+        "9.2": _STEP
+        + (  # top-k per hypothesis (over the last axis), not over all n x V candidates
             "    top, tokens = (scores[:, None] + logp).topk(min(2 * beam_size, V), dim=-1)\n"
             "    beams = [b for b in range(n) for _ in range(top.shape[1])]\n"
             "    top, tokens = top.flatten(), tokens.flatten().tolist()\n"
-        ) + _SELECT + _STEP_RETURN,
-        "9.3": _CACHE + (  # the cache returned as it came: the new position is never appended
+        )
+        + _SELECT
+        + _STEP_RETURN,
+        "9.3": _CACHE
+        + (  # the cache returned as it came: the new position is never appended
             "    k = k_new if cache_k is None else torch.cat([cache_k, k_new], dim=2)\n"
             "    v = v_new if cache_v is None else torch.cat([cache_v, v_new], dim=2)\n"
             "    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)\n"
@@ -46,20 +52,27 @@ WRONG_ROUNDS = [
         ),
     },
     {
-        "9.1": _SCORE + (  # multiplied by the penalty instead of divided
+        "9.1": _SCORE
+        + (  # multiplied by the penalty instead of divided
             "    return log_prob * ((5 + length) / 6) ** alpha\n"
         ),
-        "9.2": _STEP + (  # the scores not accumulated: candidates ranked by the new token's log-probability only
+        "9.2": _STEP
+        + (  # the scores not accumulated: candidates ranked by the new token's log-probability only
             "    top, index = logp.flatten().topk(min(2 * beam_size, n * V))\n"
             "    beams, tokens = (index // V).tolist(), (index % V).tolist()\n"
-        ) + _SELECT + _STEP_RETURN,
-        "9.3": _CACHE + (  # keys and values concatenated on the heads axis
+        )
+        + _SELECT
+        + _STEP_RETURN,
+        "9.3": _CACHE
+        + (  # keys and values concatenated on the heads axis
             "    k = k_new if cache_k is None else torch.cat([cache_k, k_new], dim=1)\n"
             "    v = v_new if cache_v is None else torch.cat([cache_v, v_new], dim=1)\n"
-        ) + _ATTEND,
+        )
+        + _ATTEND,
     },
     {
-        "9.2": _STEP + (  # finished hypotheses kept among the live ones and expanded further
+        "9.2": _STEP
+        + (  # finished hypotheses kept among the live ones and expanded further
             "    top, index = (scores[:, None] + logp).flatten().topk(beam_size)\n"
             "    for rank in range(beam_size):\n"
             "        b, token = index[rank].item() // V, index[rank].item() % V\n"
@@ -68,22 +81,29 @@ WRONG_ROUNDS = [
             "        if token == eos_id:\n"
             "            finished.append(prefixes[b] + (token,))\n"
             "            finished_scores.append(top[rank].item())\n"
-        ) + _STEP_RETURN,
-        "9.3": _CACHE + (  # PyTorch's causal flag: with one query it sees the first key only
+        )
+        + _STEP_RETURN,
+        "9.3": _CACHE
+        + (  # PyTorch's causal flag: with one query it sees the first key only
             "    k = k_new if cache_k is None else torch.cat([cache_k, k_new], dim=2)\n"
             "    v = v_new if cache_v is None else torch.cat([cache_v, v_new], dim=2)\n"
             "    return F.scaled_dot_product_attention(q, k, v, is_causal=True), k, v\n"
         ),
     },
     {
-        "9.1": _SCORE + (  # a shortcut through the course's reference package: refused
+        "9.1": _SCORE
+        + (  # a shortcut through the course's reference package: refused
             "    return log_prob / decoding.length_penalty(length, alpha)\n"
         ),
-        "9.2": _STEP + (  # only the best K candidates: the beam shrinks when some of them finish
+        "9.2": _STEP
+        + (  # only the best K candidates: the beam shrinks when some of them finish
             "    top, index = (scores[:, None] + logp).flatten().topk(beam_size)\n"
             "    beams, tokens = (index // V).tolist(), (index % V).tolist()\n"
-        ) + _SELECT + _STEP_RETURN,
-        "9.3": _CACHE + (  # the new position attends to the earlier ones only
+        )
+        + _SELECT
+        + _STEP_RETURN,
+        "9.3": _CACHE
+        + (  # the new position attends to the earlier ones only
             "    k = k_new if cache_k is None else torch.cat([cache_k, k_new], dim=2)\n"
             "    v = v_new if cache_v is None else torch.cat([cache_v, v_new], dim=2)\n"
             "    seen_k, seen_v = (k, v) if cache_k is None else (cache_k, cache_v)\n"

@@ -19,8 +19,13 @@ def execute_in_place(path: Path, timeout: int = 600) -> None:
 
     nb = nbformat.read(path, as_version=4)
     # No timing metadata: it would change the stored notebook on every run without changing its content.
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
-                            resources={"metadata": {"path": str(path.parent)}})
+    client = NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        record_timing=False,
+        resources={"metadata": {"path": str(path.parent)}},
+    )
     client.execute()
     nbformat.write(nb, path)
 

@@ -91,7 +91,9 @@ def _validate_exercise_cell(cell, ex_id: str, expected: dict, source_name: str) 
     meta = cell.metadata.get("exercise")
     header = HEADER.match(cell.source.lstrip("\n").split("\n", 1)[0])
     if not isinstance(meta, dict) or meta.get("id") != ex_id or not header or header.group(1) != ex_id:
-        raise ValueError(f"{source_name}: exercise {ex_id} needs both metadata {{'exercise': {{'id': ...}}}} and a '# EXERCISE {ex_id}' first line")
+        raise ValueError(
+            f"{source_name}: exercise {ex_id} needs both metadata {{'exercise': {{'id': ...}}}} and a '# EXERCISE {ex_id}' first line"
+        )
     if meta.get("points") != expected[ex_id].points:
         raise ValueError(
             f"{source_name}: exercise {ex_id} says {meta.get('points')} points, the registry {expected[ex_id].points}"

@@ -17,8 +17,20 @@ from collections.abc import Iterable, Sequence
 __all__ = ["FORMATS", "SPECIALS", "CharVocab", "date_splits", "date_vocabs", "format_date", "make_date_pairs", "to_iso"]
 
 FIRST, LAST = dt.date(1950, 1, 1), dt.date(2049, 12, 31)
-MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-          "November", "December"]
+MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
 WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 
 
@@ -30,11 +42,21 @@ def _ordinal(n: int) -> str:
 def _parts(d: dt.date) -> dict[str, str]:
     month, weekday = MONTHS[d.month - 1], WEEKDAYS[d.weekday()]
     return {
-        "d": str(d.day), "dd": f"{d.day:02d}", "dth": _ordinal(d.day),
-        "m": str(d.month), "mm": f"{d.month:02d}",
-        "Month": month, "month": month.lower(), "MONTH": month.upper(), "Mon": month[:3], "mon": month[:3].lower(),
-        "Weekday": weekday, "weekday": weekday.lower(), "Wkd": weekday[:3],
-        "yyyy": str(d.year), "yy": f"{d.year % 100:02d}",
+        "d": str(d.day),
+        "dd": f"{d.day:02d}",
+        "dth": _ordinal(d.day),
+        "m": str(d.month),
+        "mm": f"{d.month:02d}",
+        "Month": month,
+        "month": month.lower(),
+        "MONTH": month.upper(),
+        "Mon": month[:3],
+        "mon": month[:3].lower(),
+        "Weekday": weekday,
+        "weekday": weekday.lower(),
+        "Wkd": weekday[:3],
+        "yyyy": str(d.year),
+        "yy": f"{d.year % 100:02d}",
     }
 
 
@@ -151,4 +173,3 @@ def date_vocabs() -> tuple[CharVocab, CharVocab]:
             source.update(format_date(d, fmt))
     source.update("0123456789")
     return CharVocab(source), CharVocab("0123456789-")
-

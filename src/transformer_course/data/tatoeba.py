@@ -60,8 +60,9 @@ def spa_tsv_path() -> Path:
         )
     path = Path(dist.locate_file(FILE))
     if not path.is_file():
-        raise TatoebaUnavailable(f"{PACKAGE} {VERSION} is installed but {FILE} is missing; reinstall it: "
-                                 f"{INSTALL_HINT} --force-reinstall")
+        raise TatoebaUnavailable(
+            f"{PACKAGE} {VERSION} is installed but {FILE} is missing; reinstall it: {INSTALL_HINT} --force-reinstall"
+        )
     return path
 
 
@@ -137,7 +138,9 @@ def multi_reference(pairs: Sequence[tuple[str, str]]) -> list[tuple[str, list[st
     return list(refs.items())
 
 
-def validation_sentences(pairs: list[tuple[str, str]], n: int = VALID_SENTENCES, seed: int = 0) -> list[tuple[str, list[str]]]:
+def validation_sentences(
+    pairs: list[tuple[str, str]], n: int = VALID_SENTENCES, seed: int = 0
+) -> list[tuple[str, list[str]]]:
     """n distinct English sentences of the split's validation part, with all their translations, in file order.
 
     Drawn at random (seeded): the file is roughly sorted by length, so its first n sentences would all be short."""

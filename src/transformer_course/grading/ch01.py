@@ -29,7 +29,10 @@ def _cell_cases(g: torch.Generator) -> list[Case]:
     return [
         Case("B = 1, D = H = 3", (randn(g, 1, 3), randn(g, 1, 3).tanh(), *_weights(g, 3, 3))),
         Case("B = 3, D = 5, H = 4", (randn(g, 3, 5), randn(g, 3, 4).tanh(), *_weights(g, 5, 4))),
-        Case("B = 2, D = H = 4, large inputs (tanh saturates)", (randn(g, 2, 4, scale=4.0), randn(g, 2, 4).tanh(), *_weights(g, 4, 4))),
+        Case(
+            "B = 2, D = H = 4, large inputs (tanh saturates)",
+            (randn(g, 2, 4, scale=4.0), randn(g, 2, 4).tanh(), *_weights(g, 4, 4)),
+        ),
     ]
 
 
@@ -67,7 +70,10 @@ def _cell_not_transposed(x_t, h, w_ih, w_hh, b_ih, b_hh):
 def _layer_cases(g: torch.Generator) -> list[Case]:
     return [
         Case("B = 2, T = 5, D = 3, H = 4, no initial state (h0 = None)", (randn(g, 2, 5, 3), None, *_weights(g, 3, 4))),
-        Case("B = 3, T = 4, D = 3, H = 4, with an initial state h0", (randn(g, 3, 4, 3), randn(g, 3, 4).tanh(), *_weights(g, 3, 4))),
+        Case(
+            "B = 3, T = 4, D = 3, H = 4, with an initial state h0",
+            (randn(g, 3, 4, 3), randn(g, 3, 4).tanh(), *_weights(g, 3, 4)),
+        ),
         Case("B = 1, T = 1, D = 2, H = 3, with h0", (randn(g, 1, 1, 2), randn(g, 1, 3).tanh(), *_weights(g, 2, 3))),
         Case("B = 2, T = 7, D = 3, H = 5, with h0", (randn(g, 2, 7, 3), randn(g, 2, 5).tanh(), *_weights(g, 3, 5))),
     ]
@@ -155,12 +161,16 @@ register(
         reference=ref.rnn_cell,
         make_cases=_cell_cases,
         mistakes=(
-            Mistake("the nonlinearity is a sigmoid; the RNN cell uses tanh, whose outputs lie in (-1, 1).", _cell_sigmoid),
+            Mistake(
+                "the nonlinearity is a sigmoid; the RNN cell uses tanh, whose outputs lie in (-1, 1).", _cell_sigmoid
+            ),
             Mistake("the nonlinearity is a ReLU; the RNN cell uses tanh.", _cell_relu),
             Mistake("there is no nonlinearity: apply torch.tanh to the sum.", _cell_linear),
             Mistake("the previous state h does not enter: add h @ W_hh^T (w_hh.T) to the sum.", _cell_no_state),
             Mistake("only b_ih is added: the cell adds both biases, b_ih and b_hh.", _cell_one_bias),
-            Mistake("w_ih and w_hh are swapped: w_ih multiplies the input x_t, w_hh the state h.", _cell_weights_swapped),
+            Mistake(
+                "w_ih and w_hh are swapped: w_ih multiplies the input x_t, w_hh the state h.", _cell_weights_swapped
+            ),
             Mistake(
                 "the weights are not transposed: they are stored (out, in) as in nn.Linear, so use x_t @ w_ih.T and h @ w_hh.T.",
                 _cell_not_transposed,
@@ -182,15 +192,27 @@ register(
                 "returned, not from h0.",
                 _layer_not_carried,
             ),
-            Mistake("the initial state h0 is ignored: start from h0 when it is given, from zeros only when it is None.", _layer_h0_ignored),
-            Mistake("the second item should be the last state h_T (the same as outputs[:, -1]), not the first.", _layer_first_state_returned),
+            Mistake(
+                "the initial state h0 is ignored: start from h0 when it is given, from zeros only when it is None.",
+                _layer_h0_ignored,
+            ),
+            Mistake(
+                "the second item should be the last state h_T (the same as outputs[:, -1]), not the first.",
+                _layer_first_state_returned,
+            ),
             Mistake(
                 "the outputs are shifted by one step: outputs[:, t] must be the state after reading x_t, so h_1 .. h_T, "
                 "not h_0 .. h_{T-1}.",
                 _layer_shifted,
             ),
-            Mistake("the sequence is read from the last step to the first: go forward, t = 0, 1, ..., T - 1.", _layer_backwards),
-            Mistake("the sequence is read from the last step to the first: go forward, t = 0, 1, ..., T - 1.", _layer_backwards_unflipped),
+            Mistake(
+                "the sequence is read from the last step to the first: go forward, t = 0, 1, ..., T - 1.",
+                _layer_backwards,
+            ),
+            Mistake(
+                "the sequence is read from the last step to the first: go forward, t = 0, 1, ..., T - 1.",
+                _layer_backwards_unflipped,
+            ),
         ),
         forbidden=BUILTIN_RNN,
     ),

@@ -36,7 +36,9 @@ def _gate_cases(g: torch.Generator) -> list[Case]:
     return [
         Case("B = 1, D = H = 2", (randn(g, 1, 2), randn(g, 1, 2).tanh(), *_weights(g, 2, 2))),
         Case("B = 3, D = 4, H = 3", (randn(g, 3, 4), randn(g, 3, 3).tanh(), *_weights(g, 4, 3))),
-        Case("B = 2, D = 5, H = 4, large inputs", (randn(g, 2, 5, scale=3.0), randn(g, 2, 4).tanh(), *_weights(g, 5, 4))),
+        Case(
+            "B = 2, D = 5, H = 4, large inputs", (randn(g, 2, 5, scale=3.0), randn(g, 2, 4).tanh(), *_weights(g, 5, 4))
+        ),
     ]
 
 
@@ -74,7 +76,10 @@ def _cell_cases(g: torch.Generator) -> list[Case]:
     return [
         Case("B = 1, D = 2, H = 3", (randn(g, 1, 2), _state(g, 1, 3), *_weights(g, 2, 3))),
         Case("B = 3, D = 4, H = 3", (randn(g, 3, 4), _state(g, 3, 3), *_weights(g, 4, 3))),
-        Case("B = 2, D = 3, H = 4, a large cell state", (randn(g, 2, 3), _state(g, 2, 4, c_scale=4.0), *_weights(g, 3, 4))),
+        Case(
+            "B = 2, D = 3, H = 4, a large cell state",
+            (randn(g, 2, 3), _state(g, 2, 4, c_scale=4.0), *_weights(g, 3, 4)),
+        ),
     ]
 
 
@@ -120,9 +125,18 @@ def _cell_order_swapped(x_t, state, *w):
 def _layer_cases(g: torch.Generator) -> list[Case]:
     return [
         Case("B = 2, T = 5, D = 3, H = 4, no initial state", (randn(g, 2, 5, 3), None, *_weights(g, 3, 4))),
-        Case("B = 3, T = 4, D = 2, H = 3, with an initial state", (randn(g, 3, 4, 2), _state(g, 3, 3), *_weights(g, 2, 3))),
-        Case("B = 1, T = 1, D = 2, H = 2, with an initial state", (randn(g, 1, 1, 2), _state(g, 1, 2), *_weights(g, 2, 2))),
-        Case("B = 2, T = 8, D = 3, H = 4, with an initial state", (randn(g, 2, 8, 3), _state(g, 2, 4), *_weights(g, 3, 4))),
+        Case(
+            "B = 3, T = 4, D = 2, H = 3, with an initial state",
+            (randn(g, 3, 4, 2), _state(g, 3, 3), *_weights(g, 2, 3)),
+        ),
+        Case(
+            "B = 1, T = 1, D = 2, H = 2, with an initial state",
+            (randn(g, 1, 1, 2), _state(g, 1, 2), *_weights(g, 2, 2)),
+        ),
+        Case(
+            "B = 2, T = 8, D = 3, H = 4, with an initial state",
+            (randn(g, 2, 8, 3), _state(g, 2, 4), *_weights(g, 3, 4)),
+        ),
     ]
 
 
@@ -201,7 +215,9 @@ class _StackEveryLayerReadsX(ref.LSTM):
     def forward(self, x, state=None):
         hs, cs = [], []
         for k in range(self.num_layers):
-            output, (h, c) = ref.lstm_layer(x, None if state is None else (state[0][k], state[1][k]), *self.layer_weights(k))
+            output, (h, c) = ref.lstm_layer(
+                x, None if state is None else (state[0][k], state[1][k]), *self.layer_weights(k)
+            )
             hs.append(h)
             cs.append(c)
         return output, (torch.stack(hs), torch.stack(cs))
@@ -211,7 +227,9 @@ class _StackFirstLayerStateEverywhere(ref.LSTM):
     def forward(self, x, state=None):
         output, hs, cs = x, [], []
         for k in range(self.num_layers):
-            output, (h, c) = ref.lstm_layer(output, None if state is None else (state[0][0], state[1][0]), *self.layer_weights(k))
+            output, (h, c) = ref.lstm_layer(
+                output, None if state is None else (state[0][0], state[1][0]), *self.layer_weights(k)
+            )
             hs.append(h)
             cs.append(c)
         return output, (torch.stack(hs), torch.stack(cs))
@@ -221,7 +239,9 @@ class _StackStateOnlyFirstLayer(ref.LSTM):
     def forward(self, x, state=None):
         output, hs, cs = x, [], []
         for k in range(self.num_layers):
-            output, (h, c) = ref.lstm_layer(output, None if state is None or k > 0 else (state[0][0], state[1][0]), *self.layer_weights(k))
+            output, (h, c) = ref.lstm_layer(
+                output, None if state is None or k > 0 else (state[0][0], state[1][0]), *self.layer_weights(k)
+            )
             hs.append(h)
             cs.append(c)
         return output, (torch.stack(hs), torch.stack(cs))
@@ -248,10 +268,22 @@ register(
                 "g (2H:3H), o (3H:4H).",
                 _gates_if_swapped,
             ),
-            Mistake("every gate goes through tanh: i, f and o are sigmoids (between 0 and 1); only the candidate g uses tanh.", _gates_all_tanh),
-            Mistake("the candidate g goes through a sigmoid: it uses tanh, so that it can add or subtract (-1 to 1).", _gates_all_sigmoid),
-            Mistake("the blocks are taken in the order i, f, o, g: PyTorch's order is i, f, g, o (g is the third block).", _gates_ifog),
-            Mistake("g and o are swapped: return (i, f, g, o), with g = tanh of block 3 and o = sigmoid of block 4.", _gates_g_o_swapped),
+            Mistake(
+                "every gate goes through tanh: i, f and o are sigmoids (between 0 and 1); only the candidate g uses tanh.",
+                _gates_all_tanh,
+            ),
+            Mistake(
+                "the candidate g goes through a sigmoid: it uses tanh, so that it can add or subtract (-1 to 1).",
+                _gates_all_sigmoid,
+            ),
+            Mistake(
+                "the blocks are taken in the order i, f, o, g: PyTorch's order is i, f, g, o (g is the third block).",
+                _gates_ifog,
+            ),
+            Mistake(
+                "g and o are swapped: return (i, f, g, o), with g = tanh of block 3 and o = sigmoid of block 4.",
+                _gates_g_o_swapped,
+            ),
             Mistake("only b_ih is added: the gates add both biases, b_ih and b_hh.", _gates_one_bias),
         ),
         forbidden=BUILTIN_LSTM,
@@ -270,11 +302,16 @@ register(
                 "c_t = f * c + i * g.",
                 _cell_gates_swapped,
             ),
-            Mistake("the old cell state is never forgotten: multiply it by the forget gate, c_t = f * c + i * g.", _cell_no_forgetting),
+            Mistake(
+                "the old cell state is never forgotten: multiply it by the forget gate, c_t = f * c + i * g.",
+                _cell_no_forgetting,
+            ),
             Mistake("the candidate is added without the input gate: c_t = f * c + i * g.", _cell_no_input_gate),
             Mistake("h_t = o * c_t is missing a tanh: h_t = o * tanh(c_t).", _cell_no_tanh),
             Mistake("the tanh is outside the output gate: h_t = o * tanh(c_t), not tanh(o * c_t).", _cell_tanh_outside),
-            Mistake("h_t uses the old cell state: compute c_t first, then h_t = o * tanh(c_t).", _cell_old_memory_shown),
+            Mistake(
+                "h_t uses the old cell state: compute c_t first, then h_t = o * tanh(c_t).", _cell_old_memory_shown
+            ),
             Mistake("return the pair in the order (h, c).", _cell_order_swapped),
         ),
         forbidden=BUILTIN_LSTM,
@@ -298,9 +335,15 @@ register(
                 "returned, h included.",
                 _layer_h_not_carried,
             ),
-            Mistake("the state is not carried between steps: each step must start from the (h, c) the previous step returned.", _layer_nothing_carried),
+            Mistake(
+                "the state is not carried between steps: each step must start from the (h, c) the previous step returned.",
+                _layer_nothing_carried,
+            ),
             Mistake("the outputs are the cell states: outputs[:, t] is the hidden state h_t.", _layer_cell_states_out),
-            Mistake("the initial state is ignored: start from it when it is given, from zeros only when it is None.", _layer_state_ignored),
+            Mistake(
+                "the initial state is ignored: start from it when it is given, from zeros only when it is None.",
+                _layer_state_ignored,
+            ),
             Mistake("the second item should be the state after the last step, (h_T, c_T).", _layer_first_state),
         ),
         forbidden=BUILTIN_LSTM,
@@ -314,9 +357,18 @@ register(
         reference=ref.LSTM,
         make_cases=_stack_cases,
         mistakes=(
-            Mistake("every layer reads x: layer k must read the outputs of layer k - 1 (only the first layer reads x).", _StackEveryLayerReadsX),
-            Mistake("every layer starts from the state of layer 0: layer k starts from (h0[k], c0[k]).", _StackFirstLayerStateEverywhere),
-            Mistake("only the first layer gets its initial state: layer k starts from (h0[k], c0[k]).", _StackStateOnlyFirstLayer),
+            Mistake(
+                "every layer reads x: layer k must read the outputs of layer k - 1 (only the first layer reads x).",
+                _StackEveryLayerReadsX,
+            ),
+            Mistake(
+                "every layer starts from the state of layer 0: layer k starts from (h0[k], c0[k]).",
+                _StackFirstLayerStateEverywhere,
+            ),
+            Mistake(
+                "only the first layer gets its initial state: layer k starts from (h0[k], c0[k]).",
+                _StackStateOnlyFirstLayer,
+            ),
             Mistake("h_n and c_n are swapped: return (output, (h_n, c_n)).", _StackHCSwapped),
         ),
         forbidden=BUILTIN_LSTM,

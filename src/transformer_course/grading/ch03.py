@@ -41,12 +41,24 @@ def _encoder_state(g: torch.Generator, vocab: int, d_emb: int, d_hidden: int) ->
 def _encoder_cases(g: torch.Generator) -> list[Case]:
     init = {"vocab_size": 9, "d_emb": 4, "d_hidden": 5}
     return [
-        Case("one sequence of length 6, no padding", (_ids(g, 9, 1, 6), _mask([6], 6)), init=init,
-             state=_encoder_state(g, 9, 4, 5)),
-        Case("batch of 3, lengths 7, 4 and 2 (padded)", (_ids(g, 9, 3, 7), _mask([7, 4, 2], 7)), init=init,
-             state=_encoder_state(g, 9, 4, 5)),
-        Case("batch of 2, lengths 1 and 5", (_ids(g, 9, 2, 5), _mask([1, 5], 5)), init=init,
-             state=_encoder_state(g, 9, 4, 5)),
+        Case(
+            "one sequence of length 6, no padding",
+            (_ids(g, 9, 1, 6), _mask([6], 6)),
+            init=init,
+            state=_encoder_state(g, 9, 4, 5),
+        ),
+        Case(
+            "batch of 3, lengths 7, 4 and 2 (padded)",
+            (_ids(g, 9, 3, 7), _mask([7, 4, 2], 7)),
+            init=init,
+            state=_encoder_state(g, 9, 4, 5),
+        ),
+        Case(
+            "batch of 2, lengths 1 and 5",
+            (_ids(g, 9, 2, 5), _mask([1, 5], 5)),
+            init=init,
+            state=_encoder_state(g, 9, 4, 5),
+        ),
     ]
 
 
@@ -108,8 +120,9 @@ def _given_step(g: torch.Generator, vocab: int, d_emb: int, d_hidden: int) -> re
 def _tf_cases(g: torch.Generator) -> list[Case]:
     cases = []
     for b, t in ((1, 4), (3, 5), (2, 1)):
-        cases.append(Case(f"batch of {b}, target length {t}",
-                          (_given_step(g, 8, 3, 4), randn(g, b, 4), _ids(g, 8, b, t), BOS)))
+        cases.append(
+            Case(f"batch of {b}, target length {t}", (_given_step(g, 8, 3, 4), randn(g, b, 4), _ids(g, 8, b, t), BOS))
+        )
     return cases
 
 
@@ -176,10 +189,16 @@ register(
         reference=ref.Encoder,
         make_cases=_encoder_cases,
         mistakes=(
-            Mistake("`final` is the state at the last position, which is padding for the shorter sequences: take "
-                    "each sequence's state at its own last real token (lengths - 1).", _EncoderLastPosition),
-            Mistake("`final` is the state after the first token; the encoder's summary is its state after the last "
-                    "real token.", _EncoderFirstPosition),
+            Mistake(
+                "`final` is the state at the last position, which is padding for the shorter sequences: take "
+                "each sequence's state at its own last real token (lengths - 1).",
+                _EncoderLastPosition,
+            ),
+            Mistake(
+                "`final` is the state after the first token; the encoder's summary is its state after the last "
+                "real token.",
+                _EncoderFirstPosition,
+            ),
         ),
     ),
     Exercise(
@@ -191,8 +210,10 @@ register(
         reference=ref.DecoderStep,
         make_cases=_step_cases,
         mistakes=(
-            Mistake("the logits come from the old state h: compute them from the new state that the cell returns.",
-                    _StepOldState),
+            Mistake(
+                "the logits come from the old state h: compute them from the new state that the cell returns.",
+                _StepOldState,
+            ),
             Mistake("return the new state h_new, not the state you were given.", _StepReturnsOldState),
         ),
     ),
@@ -205,12 +226,18 @@ register(
         reference=ref.teacher_forcing,
         make_cases=_tf_cases,
         mistakes=(
-            Mistake("the inputs are not shifted: at step t the decoder must get the previous token (<bos> at t = 0, "
-                    "then targets[:, t-1]), not the token it has to predict.", _tf_unshifted),
-            Mistake("the decoder is fed its own predictions: with teacher forcing it gets the true previous token.",
-                    _tf_own_predictions),
-            Mistake("every step starts again from h0: carry the state returned by one step into the next.",
-                    _tf_state_reset),
+            Mistake(
+                "the inputs are not shifted: at step t the decoder must get the previous token (<bos> at t = 0, "
+                "then targets[:, t-1]), not the token it has to predict.",
+                _tf_unshifted,
+            ),
+            Mistake(
+                "the decoder is fed its own predictions: with teacher forcing it gets the true previous token.",
+                _tf_own_predictions,
+            ),
+            Mistake(
+                "every step starts again from h0: carry the state returned by one step into the next.", _tf_state_reset
+            ),
         ),
     ),
     Exercise(
@@ -222,10 +249,13 @@ register(
         reference=ref.greedy_decode,
         make_cases=_greedy_cases,
         mistakes=(
-            Mistake("every step gets <bos> as input: feed back the token chosen at the previous step.",
-                    _greedy_always_bos),
-            Mistake("every step starts again from h0: carry the state returned by one step into the next.",
-                    _greedy_state_reset),
+            Mistake(
+                "every step gets <bos> as input: feed back the token chosen at the previous step.", _greedy_always_bos
+            ),
+            Mistake(
+                "every step starts again from h0: carry the state returned by one step into the next.",
+                _greedy_state_reset,
+            ),
         ),
     ),
 )

@@ -20,8 +20,13 @@ def _mask(lengths: list[int], t: int) -> torch.Tensor:
 
 
 def _score_args(g: torch.Generator, b: int, t: int, d_dec: int, d_enc: int, d_att: int) -> tuple:
-    return (randn(g, b, d_dec), randn(g, b, t, d_enc), randn(g, d_att, d_dec, scale=0.7),
-            randn(g, d_att, d_enc, scale=0.7), randn(g, d_att))
+    return (
+        randn(g, b, d_dec),
+        randn(g, b, t, d_enc),
+        randn(g, d_att, d_dec, scale=0.7),
+        randn(g, d_att, d_enc, scale=0.7),
+        randn(g, d_att),
+    )
 
 
 def _score_cases(g: torch.Generator) -> list[Case]:
@@ -52,10 +57,14 @@ def _score_no_v(s, h, W, U, v):
 def _context_cases(g: torch.Generator) -> list[Case]:
     return [
         Case("B = 2, T = 4, no mask", (randn(g, 2, 4, scale=2.0), randn(g, 2, 4, 3))),
-        Case("B = 3, T = 5, lengths 5, 3 and 1", (randn(g, 3, 5, scale=2.0), randn(g, 3, 5, 4)),
-             {"mask": _mask([5, 3, 1], 5)}),
-        Case("B = 2, T = 6, lengths 2 and 6", (randn(g, 2, 6, scale=2.0), randn(g, 2, 6, 2)),
-             {"mask": _mask([2, 6], 6)}),
+        Case(
+            "B = 3, T = 5, lengths 5, 3 and 1",
+            (randn(g, 3, 5, scale=2.0), randn(g, 3, 5, 4)),
+            {"mask": _mask([5, 3, 1], 5)},
+        ),
+        Case(
+            "B = 2, T = 6, lengths 2 and 6", (randn(g, 2, 6, scale=2.0), randn(g, 2, 6, 2)), {"mask": _mask([2, 6], 6)}
+        ),
     ]
 
 
@@ -110,8 +119,15 @@ def _step_cases(g: torch.Generator) -> list[Case]:
     cases = []
     for b, t, lengths in ((1, 3, [3]), (3, 5, [5, 2, 4]), (2, 4, [1, 4])):
         args = (torch.randint(3, 7, (b,), generator=g), randn(g, b, 4), randn(g, b, t, 5))
-        cases.append(Case(f"B = {b}, T = {t}, lengths {lengths}", args, {"mask": _mask(lengths, t)}, init,
-                          _step_state(g, 7, 3, 4, 5, 6)))
+        cases.append(
+            Case(
+                f"B = {b}, T = {t}, lengths {lengths}",
+                args,
+                {"mask": _mask(lengths, t)},
+                init,
+                _step_state(g, 7, 3, 4, 5, 6),
+            )
+        )
     return cases
 
 
@@ -153,8 +169,10 @@ register(
         mistakes=(
             Mistake("the tanh is missing: e = v . tanh(W s + U h).", _score_no_tanh),
             Mistake("W and U are swapped: W multiplies the decoder state s, U the encoder states h.", _score_swapped),
-            Mistake("the scores are summed over the attention dimension instead of taking the dot product with v.",
-                    _score_no_v),
+            Mistake(
+                "the scores are summed over the attention dimension instead of taking the dot product with v.",
+                _score_no_v,
+            ),
         ),
     ),
     Exercise(
@@ -166,15 +184,24 @@ register(
         reference=ref.attention_context,
         make_cases=_context_cases,
         mistakes=(
-            Mistake("the softmax runs over the batch (dim=0): each sequence's weights over its source positions "
-                    "(dim=-1) must sum to one.", _context_batch_axis),
-            Mistake("the context is the last encoder state: it must be the weighted sum of all of them.",
-                    _context_last_state),
-            Mistake("the context is the plain sum of the states: weight each one by its attention weight.",
-                    _context_unweighted),
+            Mistake(
+                "the softmax runs over the batch (dim=0): each sequence's weights over its source positions "
+                "(dim=-1) must sum to one.",
+                _context_batch_axis,
+            ),
+            Mistake(
+                "the context is the last encoder state: it must be the weighted sum of all of them.",
+                _context_last_state,
+            ),
+            Mistake(
+                "the context is the plain sum of the states: weight each one by its attention weight.",
+                _context_unweighted,
+            ),
             Mistake("the mask is ignored: padding positions must get exactly zero weight.", _context_mask_ignored),
-            Mistake("the mask is inverted: True marks a real token, so fill the scores where the mask is False.",
-                    _context_mask_inverted),
+            Mistake(
+                "the mask is inverted: True marks a real token, so fill the scores where the mask is False.",
+                _context_mask_inverted,
+            ),
         ),
     ),
     Exercise(
@@ -186,11 +213,15 @@ register(
         reference=ref.AttentionDecoderStep,
         make_cases=_step_cases,
         mistakes=(
-            Mistake("the context uses only the last encoder state: use attention_context over all of them.",
-                    _StepLastState),
+            Mistake(
+                "the context uses only the last encoder state: use attention_context over all of them.", _StepLastState
+            ),
             Mistake("the mask is not passed on: padding positions get attention.", _StepMaskIgnored),
-            Mistake("the attention is queried with the new state: Bahdanau's decoder queries with the previous state "
-                    "s, before the cell updates it.", _StepQueryNewState),
+            Mistake(
+                "the attention is queried with the new state: Bahdanau's decoder queries with the previous state "
+                "s, before the cell updates it.",
+                _StepQueryNewState,
+            ),
         ),
     ),
 )

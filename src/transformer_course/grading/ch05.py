@@ -192,7 +192,9 @@ register(
         reference=ref.causal_mask,
         make_cases=_causal_cases,
         mistakes=(
-            Mistake("your mask lets each position see the future: keep the lower triangle, not the upper.", _causal_upper),
+            Mistake(
+                "your mask lets each position see the future: keep the lower triangle, not the upper.", _causal_upper
+            ),
             Mistake("the diagonal is masked: a position may always attend to itself.", _causal_strict),
             Mistake("return a boolean tensor (dtype=torch.bool), True where attending is allowed.", _causal_float),
         ),
@@ -207,9 +209,15 @@ register(
         make_cases=_sdpa_cases,
         mistakes=(
             Mistake("the scores are not divided by sqrt(d_k).", _sdpa_unscaled),
-            Mistake("the softmax runs over the queries (dim=-2); each query's weights over the keys (dim=-1) must sum to one.", _sdpa_wrong_axis),
+            Mistake(
+                "the softmax runs over the queries (dim=-2); each query's weights over the keys (dim=-1) must sum to one.",
+                _sdpa_wrong_axis,
+            ),
             Mistake("the mask is ignored: masked keys must get exactly zero weight.", _sdpa_mask_ignored),
-            Mistake("the mask is inverted: True means 'may attend', so fill the scores where the mask is False.", _sdpa_mask_inverted),
+            Mistake(
+                "the mask is inverted: True means 'may attend', so fill the scores where the mask is False.",
+                _sdpa_mask_inverted,
+            ),
             Mistake(
                 "the mask is applied after the softmax, so the weights no longer sum to one: mask the scores with -inf before it.",
                 _sdpa_mask_after_softmax,

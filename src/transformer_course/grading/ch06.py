@@ -94,25 +94,58 @@ def _mha_state(g: torch.Generator, d_model: int, bias: bool = True) -> dict:
 def _mha_cases(g: torch.Generator) -> list[Case]:
     cases = []
     x = randn(g, 2, 4, 8)
-    cases.append(Case("self-attention, no mask, B = 2, T = 4, d_model = 8, 2 heads", (x, x, x),
-                      init={"d_model": 8, "n_heads": 2}, state=_mha_state(g, 8)))
+    cases.append(
+        Case(
+            "self-attention, no mask, B = 2, T = 4, d_model = 8, 2 heads",
+            (x, x, x),
+            init={"d_model": 8, "n_heads": 2},
+            state=_mha_state(g, 8),
+        )
+    )
     x = randn(g, 2, 5, 12)
-    cases.append(Case("self-attention with a causal mask (5, 5), d_model = 12, 3 heads", (x, x, x), {"mask": attn.causal_mask(5)},
-                      init={"d_model": 12, "n_heads": 3}, state=_mha_state(g, 12)))
+    cases.append(
+        Case(
+            "self-attention with a causal mask (5, 5), d_model = 12, 3 heads",
+            (x, x, x),
+            {"mask": attn.causal_mask(5)},
+            init={"d_model": 12, "n_heads": 3},
+            state=_mha_state(g, 12),
+        )
+    )
     query, memory = randn(g, 3, 2, 8), randn(g, 3, 6, 8)
-    cases.append(Case("cross-attention, no mask, B = 3, T_q = 2, T_k = 6, 2 heads", (query, memory, memory),
-                      init={"d_model": 8, "n_heads": 2}, state=_mha_state(g, 8)))
+    cases.append(
+        Case(
+            "cross-attention, no mask, B = 3, T_q = 2, T_k = 6, 2 heads",
+            (query, memory, memory),
+            init={"d_model": 8, "n_heads": 2},
+            state=_mha_state(g, 8),
+        )
+    )
     query, memory = randn(g, 2, 3, 8), randn(g, 2, 5, 8)
-    cases.append(Case("cross-attention, T_q = 3, T_k = 5, padding mask (B, 1, T_k) for lengths 3 and 5, 2 heads",
-                      (query, memory, memory), {"mask": attn.padding_mask(torch.tensor([3, 5]), 5)},
-                      init={"d_model": 8, "n_heads": 2}, state=_mha_state(g, 8)))
+    cases.append(
+        Case(
+            "cross-attention, T_q = 3, T_k = 5, padding mask (B, 1, T_k) for lengths 3 and 5, 2 heads",
+            (query, memory, memory),
+            {"mask": attn.padding_mask(torch.tensor([3, 5]), 5)},
+            init={"d_model": 8, "n_heads": 2},
+            state=_mha_state(g, 8),
+        )
+    )
     lengths = torch.randint(1, 7, (3,), generator=g)
     lengths[0] = 6
-    mask = attn.padding_mask(lengths, 6) & (torch.rand(3, 4, 6, generator=g, dtype=torch.float64) > 0.3)  # (B, T_q, T_k)
+    mask = attn.padding_mask(lengths, 6) & (
+        torch.rand(3, 4, 6, generator=g, dtype=torch.float64) > 0.3
+    )  # (B, T_q, T_k)
     mask[:, :, 0] = True  # every query sees at least one key
-    cases.append(Case("no biases, B = 3, 4 heads, keys and values differ, mask (B, T_q, T_k)",
-                      (randn(g, 3, 4, 8), randn(g, 3, 6, 8), randn(g, 3, 6, 8)), {"mask": mask},
-                      init={"d_model": 8, "n_heads": 4, "bias": False}, state=_mha_state(g, 8, bias=False)))
+    cases.append(
+        Case(
+            "no biases, B = 3, 4 heads, keys and values differ, mask (B, T_q, T_k)",
+            (randn(g, 3, 4, 8), randn(g, 3, 6, 8), randn(g, 3, 6, 8)),
+            {"mask": mask},
+            init={"d_model": 8, "n_heads": 4, "bias": False},
+            state=_mha_state(g, 8, bias=False),
+        )
+    )
     return cases
 
 
@@ -127,14 +160,20 @@ def _attend(q, k, v, mask, scale):
 class _MHANoOutputProjection(ref.MultiHeadAttention):
     def forward(self, query, key, value, mask=None):
         h = self.n_heads
-        q, k, v = ref.split_heads(self.w_q(query), h), ref.split_heads(self.w_k(key), h), ref.split_heads(self.w_v(value), h)
+        q, k, v = (
+            ref.split_heads(self.w_q(query), h),
+            ref.split_heads(self.w_k(key), h),
+            ref.split_heads(self.w_v(value), h),
+        )
         out, weights = attn.scaled_dot_product_attention(q, k, v, ref._head_mask(mask))
         return ref.merge_heads(out), weights
 
 
 class _MHAWrongAxisSplit(ref.MultiHeadAttention):
     def forward(self, query, key, value, mask=None):
-        q, k, v = (_split_wrong_axis(f(x), self.n_heads) for f, x in ((self.w_q, query), (self.w_k, key), (self.w_v, value)))
+        q, k, v = (
+            _split_wrong_axis(f(x), self.n_heads) for f, x in ((self.w_q, query), (self.w_k, key), (self.w_v, value))
+        )
         out, weights = attn.scaled_dot_product_attention(q, k, v, ref._head_mask(mask))
         return self.w_o(ref.merge_heads(out)), weights
 
@@ -142,7 +181,11 @@ class _MHAWrongAxisSplit(ref.MultiHeadAttention):
 class _MHAScaledByDModel(ref.MultiHeadAttention):
     def forward(self, query, key, value, mask=None):
         h = self.n_heads
-        q, k, v = ref.split_heads(self.w_q(query), h), ref.split_heads(self.w_k(key), h), ref.split_heads(self.w_v(value), h)
+        q, k, v = (
+            ref.split_heads(self.w_q(query), h),
+            ref.split_heads(self.w_k(key), h),
+            ref.split_heads(self.w_v(value), h),
+        )
         out, weights = _attend(q, k, v, ref._head_mask(mask), math.sqrt(self.d_model))
         return self.w_o(ref.merge_heads(out)), weights
 
@@ -150,7 +193,11 @@ class _MHAScaledByDModel(ref.MultiHeadAttention):
 class _MHAUnscaled(ref.MultiHeadAttention):
     def forward(self, query, key, value, mask=None):
         h = self.n_heads
-        q, k, v = ref.split_heads(self.w_q(query), h), ref.split_heads(self.w_k(key), h), ref.split_heads(self.w_v(value), h)
+        q, k, v = (
+            ref.split_heads(self.w_q(query), h),
+            ref.split_heads(self.w_k(key), h),
+            ref.split_heads(self.w_v(value), h),
+        )
         out, weights = _attend(q, k, v, ref._head_mask(mask), 1.0)
         return self.w_o(ref.merge_heads(out)), weights
 
@@ -158,7 +205,11 @@ class _MHAUnscaled(ref.MultiHeadAttention):
 class _MHAMaskWithoutHeadAxis(ref.MultiHeadAttention):
     def forward(self, query, key, value, mask=None):
         h = self.n_heads
-        q, k, v = ref.split_heads(self.w_q(query), h), ref.split_heads(self.w_k(key), h), ref.split_heads(self.w_v(value), h)
+        q, k, v = (
+            ref.split_heads(self.w_q(query), h),
+            ref.split_heads(self.w_k(key), h),
+            ref.split_heads(self.w_v(value), h),
+        )
         out, weights = attn.scaled_dot_product_attention(q, k, v, mask)
         return self.w_o(ref.merge_heads(out)), weights
 
@@ -171,7 +222,11 @@ class _MHAQueryEverywhere(ref.MultiHeadAttention):
 class _MHAKeyValueSwapped(ref.MultiHeadAttention):
     def forward(self, query, key, value, mask=None):
         h = self.n_heads
-        q, k, v = ref.split_heads(self.w_q(query), h), ref.split_heads(self.w_k(value), h), ref.split_heads(self.w_v(key), h)
+        q, k, v = (
+            ref.split_heads(self.w_q(query), h),
+            ref.split_heads(self.w_k(value), h),
+            ref.split_heads(self.w_v(key), h),
+        )
         out, weights = attn.scaled_dot_product_attention(q, k, v, ref._head_mask(mask))
         return self.w_o(ref.merge_heads(out)), weights
 
@@ -203,7 +258,10 @@ register(
                 "feature. Reshape the last axis to (h, d_k), not (d_k, h).",
                 _split_interleaved,
             ),
-            Mistake("the head axis must come before the time axis: (B, h, T, d_k). Add .transpose(1, 2).", _split_no_transpose),
+            Mistake(
+                "the head axis must come before the time axis: (B, h, T, d_k). Add .transpose(1, 2).",
+                _split_no_transpose,
+            ),
         ),
     ),
     Exercise(
@@ -237,7 +295,10 @@ register(
         reference=ref.MultiHeadAttention,
         make_cases=_mha_cases,
         mistakes=(
-            Mistake("the concatenated heads are not projected by W_O: return self.w_o(merge_heads(...)).", _MHANoOutputProjection),
+            Mistake(
+                "the concatenated heads are not projected by W_O: return self.w_o(merge_heads(...)).",
+                _MHANoOutputProjection,
+            ),
             Mistake(
                 "the heads are split along the wrong axis: use your split_heads, which splits the feature axis, "
                 "not a plain reshape to (B, h, T, d_k).",

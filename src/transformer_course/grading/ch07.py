@@ -127,8 +127,11 @@ def _layer_cases(g: torch.Generator) -> list[Case]:
         Case("B = 2, T = 5, d_model = 8", (randn(g, 2, 5, 8),), init=init),
         Case("B = 1, T = 12, offset = 3", (randn(g, 1, 12, 8),), {"offset": 3}, init=init),
         Case("B = 3, T = 1, offset = 39 (the last position)", (randn(g, 3, 1, 8),), {"offset": 39}, init=init),
-        Case("the whole table: B = 2, T = max_len = 20, d_model = 6", (randn(g, 2, 20, 6),),
-             init={"d_model": 6, "max_len": 20}),
+        Case(
+            "the whole table: B = 2, T = max_len = 20, d_model = 6",
+            (randn(g, 2, 20, 6),),
+            init={"d_model": 6, "max_len": 20},
+        ),
     ]
 
 
@@ -163,14 +166,24 @@ register(
         reference=ref.sinusoidal_encoding,
         make_cases=_table_cases,
         mistakes=(
-            Mistake("sine and cosine are swapped: the even columns 2i hold the sines, the odd columns 2i + 1 the cosines.",
-                    _table_swapped),
-            Mistake("this is the concatenated variant (all sines, then all cosines); interleave them: sin in column 2i, "
-                    "cos in column 2i + 1.", _table_concatenated),
+            Mistake(
+                "sine and cosine are swapped: the even columns 2i hold the sines, the odd columns 2i + 1 the cosines.",
+                _table_swapped,
+            ),
+            Mistake(
+                "this is the concatenated variant (all sines, then all cosines); interleave them: sin in column 2i, "
+                "cos in column 2i + 1.",
+                _table_concatenated,
+            ),
             *(Mistake(_base_hint(base), _table_base(base)) for base in (1_000.0, 100.0, 10.0, 100_000.0)),
-            Mistake("both columns of a pair, 2i and 2i + 1, share the frequency 1 / 10000^(2i / d_model); yours gives the "
-                    "cosine column a frequency of its own.", _table_column_exponent),
-            Mistake("the first row is position 0, PE[0] = [0, 1, 0, 1, ...]; your positions start at 1.", _table_from_one),
+            Mistake(
+                "both columns of a pair, 2i and 2i + 1, share the frequency 1 / 10000^(2i / d_model); yours gives the "
+                "cosine column a frequency of its own.",
+                _table_column_exponent,
+            ),
+            Mistake(
+                "the first row is position 0, PE[0] = [0, 1, 0, 1, ...]; your positions start at 1.", _table_from_one
+            ),
         ),
     ),
     Exercise(
@@ -182,11 +195,17 @@ register(
         reference=ref.shift_matrix,
         make_cases=_shift_cases,
         mistakes=(
-            Mistake("your matrix shifts by -k: it is the transpose of the right one. With row vectors, "
-                    "[sin, cos] @ [[cos kw, -sin kw], [sin kw, cos kw]] = [sin(a + kw), cos(a + kw)].", _shift_transposed),
+            Mistake(
+                "your matrix shifts by -k: it is the transpose of the right one. With row vectors, "
+                "[sin, cos] @ [[cos kw, -sin kw], [sin kw, cos kw]] = [sin(a + kw), cos(a + kw)].",
+                _shift_transposed,
+            ),
             *(Mistake(_base_hint(base), _shift_base(base)) for base in (1_000.0, 100.0, 10.0)),
-            Mistake("your matrix acts on the concatenated layout; the table of exercise 7.1 interleaves sin and cos, so the "
-                    "2 x 2 block of pair i sits at rows and columns 2i and 2i + 1.", _shift_concatenated_layout),
+            Mistake(
+                "your matrix acts on the concatenated layout; the table of exercise 7.1 interleaves sin and cos, so the "
+                "2 x 2 block of pair i sits at rows and columns 2i and 2i + 1.",
+                _shift_concatenated_layout,
+            ),
             Mistake("your matrix shifts by one position whatever k is: the angle of block i is k * w_i.", _shift_one),
         ),
     ),
@@ -199,12 +218,19 @@ register(
         reference=ref.PositionalEncoding,
         make_cases=_layer_cases,
         mistakes=(
-            Mistake("the first token gets the encoding of position offset + 1; it should get position offset (0 by default).",
-                    _LayerFromOne),
-            Mistake("the offset is ignored: the first token is at position offset, so add rows offset to offset + T - 1.",
-                    _LayerOffsetIgnored),
-            Mistake("x is multiplied by sqrt(d_model); that scaling belongs to the embedding layer, not here: add the "
-                    "encoding to x as it is.", _LayerScaled),
+            Mistake(
+                "the first token gets the encoding of position offset + 1; it should get position offset (0 by default).",
+                _LayerFromOne,
+            ),
+            Mistake(
+                "the offset is ignored: the first token is at position offset, so add rows offset to offset + T - 1.",
+                _LayerOffsetIgnored,
+            ),
+            Mistake(
+                "x is multiplied by sqrt(d_model); that scaling belongs to the embedding layer, not here: add the "
+                "encoding to x as it is.",
+                _LayerScaled,
+            ),
             Mistake("the result is the encoding alone: add it to x.", _LayerTableOnly),
         ),
     ),

@@ -34,7 +34,10 @@ BUILTIN_LOSS = ("cross_entropy", "CrossEntropyLoss")
 
 
 def _linear(g: torch.Generator, name: str, d_out: int, d_in: int) -> dict:
-    return {f"{name}.weight": randn(g, d_out, d_in, scale=1 / math.sqrt(d_in)), f"{name}.bias": randn(g, d_out, scale=0.2)}
+    return {
+        f"{name}.weight": randn(g, d_out, d_in, scale=1 / math.sqrt(d_in)),
+        f"{name}.bias": randn(g, d_out, scale=0.2),
+    }
 
 
 def _norm(g: torch.Generator, name: str, d: int) -> dict:
@@ -46,16 +49,25 @@ def _attention(g: torch.Generator, name: str, d: int) -> dict:
 
 
 def _encoder_layer_state(g: torch.Generator, d: int, d_ff: int, prefix: str = "") -> dict:
-    return {**_attention(g, f"{prefix}self_attn", d), **_norm(g, f"{prefix}self_attn_norm", d),
-            **_linear(g, f"{prefix}ff.linear1", d_ff, d), **_linear(g, f"{prefix}ff.linear2", d, d_ff),
-            **_norm(g, f"{prefix}ff_norm", d)}
+    return {
+        **_attention(g, f"{prefix}self_attn", d),
+        **_norm(g, f"{prefix}self_attn_norm", d),
+        **_linear(g, f"{prefix}ff.linear1", d_ff, d),
+        **_linear(g, f"{prefix}ff.linear2", d, d_ff),
+        **_norm(g, f"{prefix}ff_norm", d),
+    }
 
 
 def _decoder_layer_state(g: torch.Generator, d: int, d_ff: int, prefix: str = "") -> dict:
-    return {**_attention(g, f"{prefix}self_attn", d), **_norm(g, f"{prefix}self_attn_norm", d),
-            **_attention(g, f"{prefix}cross_attn", d), **_norm(g, f"{prefix}cross_attn_norm", d),
-            **_linear(g, f"{prefix}ff.linear1", d_ff, d), **_linear(g, f"{prefix}ff.linear2", d, d_ff),
-            **_norm(g, f"{prefix}ff_norm", d)}
+    return {
+        **_attention(g, f"{prefix}self_attn", d),
+        **_norm(g, f"{prefix}self_attn_norm", d),
+        **_attention(g, f"{prefix}cross_attn", d),
+        **_norm(g, f"{prefix}cross_attn_norm", d),
+        **_linear(g, f"{prefix}ff.linear1", d_ff, d),
+        **_linear(g, f"{prefix}ff.linear2", d, d_ff),
+        **_norm(g, f"{prefix}ff_norm", d),
+    }
 
 
 def _keys(lengths: list[int], t: int) -> torch.Tensor:
@@ -73,15 +85,33 @@ def _causal(t: int) -> torch.Tensor:
 def _encoder_cases(g: torch.Generator) -> list[Case]:
     small = {"d_model": 8, "n_heads": 2, "d_ff": 16}
     return [
-        Case("B = 2, T = 5, d_model = 8, 2 heads, d_ff = 16, no mask", (randn(g, 2, 5, 8),), init=small,
-             state=_encoder_layer_state(g, 8, 16)),
-        Case("B = 3, T = 6, padding mask (B, 1, 1, T) for lengths 6, 3 and 1", (randn(g, 3, 6, 8),),
-             {"mask": _keys([6, 3, 1], 6)}, init=small, state=_encoder_layer_state(g, 8, 16)),
-        Case("d_model = 12, 3 heads, d_ff = 20, B = 2, T = 4, lengths 4 and 2", (randn(g, 2, 4, 12),),
-             {"mask": _keys([4, 2], 4)}, init={"d_model": 12, "n_heads": 3, "d_ff": 20},
-             state=_encoder_layer_state(g, 12, 20)),
-        Case("a causal mask (T, T), B = 1, T = 5", (randn(g, 1, 5, 8),), {"mask": _causal(5)}, init=small,
-             state=_encoder_layer_state(g, 8, 16)),
+        Case(
+            "B = 2, T = 5, d_model = 8, 2 heads, d_ff = 16, no mask",
+            (randn(g, 2, 5, 8),),
+            init=small,
+            state=_encoder_layer_state(g, 8, 16),
+        ),
+        Case(
+            "B = 3, T = 6, padding mask (B, 1, 1, T) for lengths 6, 3 and 1",
+            (randn(g, 3, 6, 8),),
+            {"mask": _keys([6, 3, 1], 6)},
+            init=small,
+            state=_encoder_layer_state(g, 8, 16),
+        ),
+        Case(
+            "d_model = 12, 3 heads, d_ff = 20, B = 2, T = 4, lengths 4 and 2",
+            (randn(g, 2, 4, 12),),
+            {"mask": _keys([4, 2], 4)},
+            init={"d_model": 12, "n_heads": 3, "d_ff": 20},
+            state=_encoder_layer_state(g, 12, 20),
+        ),
+        Case(
+            "a causal mask (T, T), B = 1, T = 5",
+            (randn(g, 1, 5, 8),),
+            {"mask": _causal(5)},
+            init=small,
+            state=_encoder_layer_state(g, 8, 16),
+        ),
     ]
 
 
@@ -133,16 +163,34 @@ def _decoder_cases(g: torch.Generator) -> list[Case]:
     target_padding = _causal(5) & _keys([5, 2, 4], 5)  # (B, 1, T_y, T_y)
     return [
         # T_y = T_x first: a layer that mixes up queries and memory still runs on it, and gets its hint
-        Case("B = 2, T_y = T_x = 4, causal self-mask, source lengths 4 and 2", (randn(g, 2, 4, 8), randn(g, 2, 4, 8)),
-             {"self_mask": _causal(4), "memory_mask": _keys([4, 2], 4)}, init=small, state=_decoder_layer_state(g, 8, 16)),
-        Case("B = 3, T_y = 5, T_x = 3, self-mask causal and target padding (B, 1, T_y, T_y), source lengths 3, 1, 2",
-             (randn(g, 3, 5, 8), randn(g, 3, 3, 8)), {"self_mask": target_padding, "memory_mask": _keys([3, 1, 2], 3)},
-             init=small, state=_decoder_layer_state(g, 8, 16)),
-        Case("B = 1, T_y = 2, T_x = 6, causal self-mask, no source padding", (randn(g, 1, 2, 8), randn(g, 1, 6, 8)),
-             {"self_mask": _causal(2), "memory_mask": _keys([6], 6)}, init=small, state=_decoder_layer_state(g, 8, 16)),
-        Case("d_model = 12, 3 heads, d_ff = 20, B = 2, T_y = 3, T_x = 5, source lengths 5 and 3",
-             (randn(g, 2, 3, 12), randn(g, 2, 5, 12)), {"self_mask": _causal(3), "memory_mask": _keys([5, 3], 5)},
-             init={"d_model": 12, "n_heads": 3, "d_ff": 20}, state=_decoder_layer_state(g, 12, 20)),
+        Case(
+            "B = 2, T_y = T_x = 4, causal self-mask, source lengths 4 and 2",
+            (randn(g, 2, 4, 8), randn(g, 2, 4, 8)),
+            {"self_mask": _causal(4), "memory_mask": _keys([4, 2], 4)},
+            init=small,
+            state=_decoder_layer_state(g, 8, 16),
+        ),
+        Case(
+            "B = 3, T_y = 5, T_x = 3, self-mask causal and target padding (B, 1, T_y, T_y), source lengths 3, 1, 2",
+            (randn(g, 3, 5, 8), randn(g, 3, 3, 8)),
+            {"self_mask": target_padding, "memory_mask": _keys([3, 1, 2], 3)},
+            init=small,
+            state=_decoder_layer_state(g, 8, 16),
+        ),
+        Case(
+            "B = 1, T_y = 2, T_x = 6, causal self-mask, no source padding",
+            (randn(g, 1, 2, 8), randn(g, 1, 6, 8)),
+            {"self_mask": _causal(2), "memory_mask": _keys([6], 6)},
+            init=small,
+            state=_decoder_layer_state(g, 8, 16),
+        ),
+        Case(
+            "d_model = 12, 3 heads, d_ff = 20, B = 2, T_y = 3, T_x = 5, source lengths 5 and 3",
+            (randn(g, 2, 3, 12), randn(g, 2, 5, 12)),
+            {"self_mask": _causal(3), "memory_mask": _keys([5, 3], 5)},
+            init={"d_model": 12, "n_heads": 3, "d_ff": 20},
+            state=_decoder_layer_state(g, 12, 20),
+        ),
     ]
 
 
@@ -253,7 +301,10 @@ class _ForwardNoSourceMask(FullTransformer):
 
 
 def _model_state(g: torch.Generator, src_vocab: int, tgt_vocab: int, d: int, d_ff: int, n_enc: int, n_dec: int) -> dict:
-    state = {"src_embed.weight": randn(g, src_vocab, d, scale=d**-0.5), "tgt_embed.weight": randn(g, tgt_vocab, d, scale=d**-0.5)}
+    state = {
+        "src_embed.weight": randn(g, src_vocab, d, scale=d**-0.5),
+        "tgt_embed.weight": randn(g, tgt_vocab, d, scale=d**-0.5),
+    }
     for i in range(n_enc):
         state.update(_encoder_layer_state(g, d, d_ff, f"encoder.layers.{i}."))
     for i in range(n_dec):
@@ -274,8 +325,16 @@ def _sources(g: torch.Generator, vocab: int, lengths: list[int], t: int) -> tupl
 
 
 def _forward_cases(g: torch.Generator) -> list[Case]:
-    small = {"src_vocab": 11, "tgt_vocab": 9, "d_model": 8, "n_heads": 2, "n_encoder_layers": 1,
-             "n_decoder_layers": 2, "d_ff": 16, "max_len": 16}
+    small = {
+        "src_vocab": 11,
+        "tgt_vocab": 9,
+        "d_model": 8,
+        "n_heads": 2,
+        "n_encoder_layers": 1,
+        "n_decoder_layers": 2,
+        "d_ff": 16,
+        "max_len": 16,
+    }
     other = {**small, "n_heads": 4, "n_encoder_layers": 2, "n_decoder_layers": 1}
     cases = []
     for label, init, src_lengths, t_x, tgt_lengths, t_y in (
@@ -297,7 +356,9 @@ def _loss_cases(g: torch.Generator) -> list[Case]:
     def case(label, b, t, v, lengths, smoothing):
         targets = torch.randint(0, v, (b, t), generator=g)
         mask = torch.arange(t)[None, :] < torch.tensor(lengths)[:, None]
-        return Case(label, (randn(g, b, t, v, scale=3.0), targets.masked_fill(~mask, PAD), mask), {"smoothing": smoothing})
+        return Case(
+            label, (randn(g, b, t, v, scale=3.0), targets.masked_fill(~mask, PAD), mask), {"smoothing": smoothing}
+        )
 
     return [
         case("B = 2, T = 3, V = 5, smoothing 0.1, lengths 3 and 2", 2, 3, 5, [3, 2], 0.1),
@@ -361,12 +422,20 @@ def _schedule_cases(g: torch.Generator) -> list[Case]:
     steps = torch.randint(1, 20 * warmup, (30,), generator=g).sort().values.to(torch.float64)
     return [
         Case("steps 1 to 12, d_model = 512, warmup = 4", (torch.arange(1, 13, dtype=torch.float64), 512, 4)),
-        Case("steps 1 to 20000 every 250, d_model = 512, warmup = 4000 (the paper's)",
-             (torch.arange(1, 20001, 250, dtype=torch.float64), 512, 4000)),
-        Case("steps 1 to 300, d_model = 256, warmup = 100, factor = 2", (torch.arange(1, 301, dtype=torch.float64), 256, 100),
-             {"factor": 2.0}),
-        Case(f"30 steps between 1 and {20 * warmup}, d_model = 64, warmup = {warmup}, factor = 0.5",
-             (steps, 64, warmup), {"factor": 0.5}),
+        Case(
+            "steps 1 to 20000 every 250, d_model = 512, warmup = 4000 (the paper's)",
+            (torch.arange(1, 20001, 250, dtype=torch.float64), 512, 4000),
+        ),
+        Case(
+            "steps 1 to 300, d_model = 256, warmup = 100, factor = 2",
+            (torch.arange(1, 301, dtype=torch.float64), 256, 100),
+            {"factor": 2.0},
+        ),
+        Case(
+            f"30 steps between 1 and {20 * warmup}, d_model = 64, warmup = {warmup}, factor = 0.5",
+            (steps, 64, warmup),
+            {"factor": 0.5},
+        ),
     ]
 
 
@@ -400,19 +469,36 @@ register(
         reference=ref.EncoderLayer,
         make_cases=_encoder_cases,
         mistakes=(
-            Mistake("the LayerNorm is applied to the sub-layer's output before the residual sum, x + LayerNorm(Sublayer(x)); "
-                    "the paper normalises the sum: LayerNorm(x + Sublayer(x)).", _EncoderNormOnSublayer),
-            Mistake("the residual is added after the norm, LayerNorm(x) + Sublayer(x): add first, then normalise the sum, "
-                    "LayerNorm(x + Sublayer(x)).", _EncoderNormBeforeSum),
-            Mistake("this is pre-norm, x + Sublayer(LayerNorm(x)); this exercise asks for the paper's post-norm, "
-                    "LayerNorm(x + Sublayer(x)).", _EncoderPreNorm),
-            Mistake("the residual connection is missing: add the sub-layer's input to its output, LayerNorm(x + Sublayer(x)).",
-                    _EncoderNoResidual),
-            Mistake("the mask is not passed to the self-attention: padding keys must stay hidden.", _EncoderMaskIgnored),
-            Mistake("both sub-layers use self_attn_norm: the feed-forward sub-layer has its own LayerNorm, self.ff_norm.",
-                    _EncoderOneNorm),
-            Mistake("the feed-forward sub-layer is missing: after self-attention comes LayerNorm(z + FFN(z)).",
-                    _EncoderNoFeedForward),
+            Mistake(
+                "the LayerNorm is applied to the sub-layer's output before the residual sum, x + LayerNorm(Sublayer(x)); "
+                "the paper normalises the sum: LayerNorm(x + Sublayer(x)).",
+                _EncoderNormOnSublayer,
+            ),
+            Mistake(
+                "the residual is added after the norm, LayerNorm(x) + Sublayer(x): add first, then normalise the sum, "
+                "LayerNorm(x + Sublayer(x)).",
+                _EncoderNormBeforeSum,
+            ),
+            Mistake(
+                "this is pre-norm, x + Sublayer(LayerNorm(x)); this exercise asks for the paper's post-norm, "
+                "LayerNorm(x + Sublayer(x)).",
+                _EncoderPreNorm,
+            ),
+            Mistake(
+                "the residual connection is missing: add the sub-layer's input to its output, LayerNorm(x + Sublayer(x)).",
+                _EncoderNoResidual,
+            ),
+            Mistake(
+                "the mask is not passed to the self-attention: padding keys must stay hidden.", _EncoderMaskIgnored
+            ),
+            Mistake(
+                "both sub-layers use self_attn_norm: the feed-forward sub-layer has its own LayerNorm, self.ff_norm.",
+                _EncoderOneNorm,
+            ),
+            Mistake(
+                "the feed-forward sub-layer is missing: after self-attention comes LayerNorm(z + FFN(z)).",
+                _EncoderNoFeedForward,
+            ),
         ),
         forbidden=BUILTIN_TRANSFORMER,
     ),
@@ -425,19 +511,39 @@ register(
         reference=ref.DecoderLayer,
         make_cases=_decoder_cases,
         mistakes=(
-            Mistake("the self-attention ignores self_mask, so every position sees the targets after it (no causal mask): "
-                    "pass mask=self_mask.", _DecoderNoCausal),
-            Mistake("the encoder's output is used as the queries of the cross-attention: the queries come from the decoder "
-                    "(y), the keys and values from the memory.", _DecoderMemoryAsQueries),
-            Mistake("the cross-attention attends to the decoder itself: its keys and values are the encoder's output, "
-                    "memory.", _DecoderCrossOnItself),
-            Mistake("the cross-attention ignores memory_mask: padded source positions must stay hidden.", _DecoderNoMemoryMask),
-            Mistake("the masks are swapped: self_mask belongs to the self-attention, memory_mask to the cross-attention.",
-                    _DecoderMasksSwapped),
-            Mistake("this is pre-norm, y + Sublayer(LayerNorm(y)); this exercise asks for post-norm, "
-                    "LayerNorm(y + Sublayer(y)).", _DecoderPreNorm),
-            Mistake("the cross-attention sub-layer is missing: between self-attention and the feed-forward network, the "
-                    "decoder attends to the memory.", _DecoderNoCross),
+            Mistake(
+                "the self-attention ignores self_mask, so every position sees the targets after it (no causal mask): "
+                "pass mask=self_mask.",
+                _DecoderNoCausal,
+            ),
+            Mistake(
+                "the encoder's output is used as the queries of the cross-attention: the queries come from the decoder "
+                "(y), the keys and values from the memory.",
+                _DecoderMemoryAsQueries,
+            ),
+            Mistake(
+                "the cross-attention attends to the decoder itself: its keys and values are the encoder's output, "
+                "memory.",
+                _DecoderCrossOnItself,
+            ),
+            Mistake(
+                "the cross-attention ignores memory_mask: padded source positions must stay hidden.",
+                _DecoderNoMemoryMask,
+            ),
+            Mistake(
+                "the masks are swapped: self_mask belongs to the self-attention, memory_mask to the cross-attention.",
+                _DecoderMasksSwapped,
+            ),
+            Mistake(
+                "this is pre-norm, y + Sublayer(LayerNorm(y)); this exercise asks for post-norm, "
+                "LayerNorm(y + Sublayer(y)).",
+                _DecoderPreNorm,
+            ),
+            Mistake(
+                "the cross-attention sub-layer is missing: between self-attention and the feed-forward network, the "
+                "decoder attends to the memory.",
+                _DecoderNoCross,
+            ),
         ),
         forbidden=BUILTIN_TRANSFORMER,
     ),
@@ -450,20 +556,35 @@ register(
         reference=FullTransformer,
         make_cases=_forward_cases,
         mistakes=(
-            Mistake("the targets are not shifted: the decoder's input is <bos> followed by tgt[:, :-1], so that "
-                    "position t reads y_t and predicts y_{t+1}; fed tgt itself, it sees the answer.", _ForwardNotShifted),
-            Mistake("the targets are shifted the wrong way: put <bos> in front and drop the last token, "
-                    "torch.cat([bos, tgt[:, :-1]], dim=1).", _ForwardShiftedLeft),
+            Mistake(
+                "the targets are not shifted: the decoder's input is <bos> followed by tgt[:, :-1], so that "
+                "position t reads y_t and predicts y_{t+1}; fed tgt itself, it sees the answer.",
+                _ForwardNotShifted,
+            ),
+            Mistake(
+                "the targets are shifted the wrong way: put <bos> in front and drop the last token, "
+                "torch.cat([bos, tgt[:, :-1]], dim=1).",
+                _ForwardShiftedLeft,
+            ),
             Mistake("the first decoder input must be <bos> (self.bos_id), not <pad>.", _ForwardPadShiftedIn),
-            Mistake("the causal mask is missing: position t may only attend to positions 0 .. t of the decoder's input.",
-                    _ForwardNoCausal),
-            Mistake("the padding mask comes from the targets, but the decoder reads the shifted input: take "
-                    "tgt_in != pad_id.", _ForwardPaddingFromTargets),
-            Mistake("the target padding mask is missing: hide the keys where tgt_in is <pad>, on top of the causal mask "
-                    "(the causal mask alone hides them from real positions, but not from every position).",
-                    _ForwardNoTargetPadding),
-            Mistake("the source padding mask is missing: pass memory_mask = src_mask[:, None, None, :] to encode and decode.",
-                    _ForwardNoSourceMask),
+            Mistake(
+                "the causal mask is missing: position t may only attend to positions 0 .. t of the decoder's input.",
+                _ForwardNoCausal,
+            ),
+            Mistake(
+                "the padding mask comes from the targets, but the decoder reads the shifted input: take "
+                "tgt_in != pad_id.",
+                _ForwardPaddingFromTargets,
+            ),
+            Mistake(
+                "the target padding mask is missing: hide the keys where tgt_in is <pad>, on top of the causal mask "
+                "(the causal mask alone hides them from real positions, but not from every position).",
+                _ForwardNoTargetPadding,
+            ),
+            Mistake(
+                "the source padding mask is missing: pass memory_mask = src_mask[:, None, None, :] to encode and decode.",
+                _ForwardNoSourceMask,
+            ),
         ),
         forbidden=BUILTIN_TRANSFORMER,
     ),
@@ -476,17 +597,31 @@ register(
         reference=label_smoothed_loss,
         make_cases=_loss_cases,
         mistakes=(
-            Mistake("the smoothing mass is spread over the V - 1 wrong tokens only; PyTorch's convention (and this "
-                    "exercise's) spreads it over all V tokens, the right one included: the uniform term is "
-                    "-log_probs.mean(-1).", _ls_other_classes),
-            Mistake("the loss is averaged over padding positions too: average over the real tokens only, "
-                    "(loss * mask).sum() / mask.sum().", _ls_padding_too),
-            Mistake("there is no smoothing: mix (1 - smoothing) * NLL with smoothing * (the mean of -log p over the "
-                    "vocabulary).", _ls_no_smoothing),
+            Mistake(
+                "the smoothing mass is spread over the V - 1 wrong tokens only; PyTorch's convention (and this "
+                "exercise's) spreads it over all V tokens, the right one included: the uniform term is "
+                "-log_probs.mean(-1).",
+                _ls_other_classes,
+            ),
+            Mistake(
+                "the loss is averaged over padding positions too: average over the real tokens only, "
+                "(loss * mask).sum() / mask.sum().",
+                _ls_padding_too,
+            ),
+            Mistake(
+                "there is no smoothing: mix (1 - smoothing) * NLL with smoothing * (the mean of -log p over the "
+                "vocabulary).",
+                _ls_no_smoothing,
+            ),
             Mistake("the loss is summed over the tokens: divide by the number of real tokens.", _ls_summed),
-            Mistake("the uniform term sums -log p over the vocabulary: average it (divide by V).", _ls_summed_over_vocabulary),
-            Mistake("the weights are swapped: 1 - smoothing goes to the right token's NLL, smoothing to the uniform term.",
-                    _ls_weights_swapped),
+            Mistake(
+                "the uniform term sums -log p over the vocabulary: average it (divide by V).",
+                _ls_summed_over_vocabulary,
+            ),
+            Mistake(
+                "the weights are swapped: 1 - smoothing goes to the right token's NLL, smoothing to the uniform term.",
+                _ls_weights_swapped,
+            ),
         ),
         forbidden=BUILTIN_LOSS,
         atol=1e-5,
@@ -501,14 +636,22 @@ register(
         reference=noam_schedule,
         make_cases=_schedule_cases,
         mistakes=(
-            Mistake("the warm-up is inverted (max instead of min): the rate must rise linearly for `warmup` steps, "
-                    "then decay as 1 / sqrt(step).", _noam_inverted),
+            Mistake(
+                "the warm-up is inverted (max instead of min): the rate must rise linearly for `warmup` steps, "
+                "then decay as 1 / sqrt(step).",
+                _noam_inverted,
+            ),
             Mistake("the factor d_model^-0.5 is missing.", _noam_no_d_model),
-            Mistake("the warm-up branch is step * warmup^-0.5; the paper's is step * warmup^-1.5, which meets "
-                    "step^-0.5 exactly at step = warmup.", _noam_warmup_exponent),
+            Mistake(
+                "the warm-up branch is step * warmup^-0.5; the paper's is step * warmup^-1.5, which meets "
+                "step^-0.5 exactly at step = warmup.",
+                _noam_warmup_exponent,
+            ),
             Mistake("the `factor` argument is ignored: multiply by it.", _noam_factor_ignored),
-            Mistake("the decay is 1 / step; the paper's is 1 / sqrt(step), and the warm-up step * warmup^-1.5.",
-                    _noam_linear_decay),
+            Mistake(
+                "the decay is 1 / step; the paper's is 1 / sqrt(step), and the warm-up step * warmup^-1.5.",
+                _noam_linear_decay,
+            ),
         ),
         atol=1e-12,
         rtol=1e-6,

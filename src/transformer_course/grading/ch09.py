@@ -138,8 +138,7 @@ def _beam_eos_dropped(prefixes, scores, logp, beam_size, eos_id):
     return (live, live_scores), ((), logp.new_zeros(0))
 
 
-_BEAM_MISTAKES = (_beam_per_beam, _beam_not_accumulated, _beam_finished_expanded, _beam_top_k_only,
-                  _beam_eos_dropped)
+_BEAM_MISTAKES = (_beam_per_beam, _beam_not_accumulated, _beam_finished_expanded, _beam_top_k_only, _beam_eos_dropped)
 
 
 def _differs(a, b) -> bool:
@@ -160,8 +159,14 @@ def _beam_case(g: torch.Generator, label: str, n: int, k: int, vocab: int, t: in
     for _ in range(200):
         # distinct first tokens: a continuation of the wrong hypothesis cannot look like the right one
         first = (torch.randperm(vocab - 3, generator=g)[:n] + 3).tolist()
-        prefixes = tuple(tuple([f] + torch.randint(3, vocab, (max(t - 1, 0),), generator=g).tolist())[:t] for f in first)
-        scores = (-randn(g, n).abs() * 2 - 0.5 * t).sort(descending=True).values if t else torch.zeros(1, dtype=torch.float64)
+        prefixes = tuple(
+            tuple([f] + torch.randint(3, vocab, (max(t - 1, 0),), generator=g).tolist())[:t] for f in first
+        )
+        scores = (
+            (-randn(g, n).abs() * 2 - 0.5 * t).sort(descending=True).values
+            if t
+            else torch.zeros(1, dtype=torch.float64)
+        )
         raw = randn(g, n, vocab, scale=1.5)
         raw[:, EOS] += randn(g, n).abs() * 1.5  # <eos> often among the best, as in a real model
         args = (prefixes, scores, torch.log_softmax(raw, dim=-1), k, EOS)
@@ -174,17 +179,43 @@ def _beam_case(g: torch.Generator, label: str, n: int, k: int, vocab: int, t: in
 def _beam_cases(g: torch.Generator) -> list[Case]:
     def every_mistake_shows(expected, wrong):  # each mistake gives its own output, and none the reference's
         outputs = [expected] + wrong
-        return len(expected[1][0]) == 1 and not any(isinstance(w, str) for w in wrong) and all(_differs(a, b) for i, a in enumerate(outputs) for b in outputs[i + 1:])
+        return (
+            len(expected[1][0]) == 1
+            and not any(isinstance(w, str) for w in wrong)
+            and all(_differs(a, b) for i, a in enumerate(outputs) for b in outputs[i + 1 :])
+        )
 
     return [
-        _beam_case(g, "3 live hypotheses of 2 tokens, beam 3, V = 8; one of the best 3 candidates ends in <eos>",
-                   3, 3, 8, 2, every_mistake_shows),
-        _beam_case(g, "the first step: one empty hypothesis with score 0, beam 4, V = 10", 1, 4, 10, 0,
-                   lambda e, w: True),
-        _beam_case(g, "2 live hypotheses of 3 tokens, beam 2, V = 6; both of the best 2 end in <eos>",
-                   2, 2, 6, 3, lambda e, w: len(e[1][0]) == 2),
-        _beam_case(g, "4 live hypotheses of 1 token, beam 4, V = 12; none of the best 4 ends in <eos>",
-                   4, 4, 12, 1, lambda e, w: len(e[1][0]) == 0),
+        _beam_case(
+            g,
+            "3 live hypotheses of 2 tokens, beam 3, V = 8; one of the best 3 candidates ends in <eos>",
+            3,
+            3,
+            8,
+            2,
+            every_mistake_shows,
+        ),
+        _beam_case(
+            g, "the first step: one empty hypothesis with score 0, beam 4, V = 10", 1, 4, 10, 0, lambda e, w: True
+        ),
+        _beam_case(
+            g,
+            "2 live hypotheses of 3 tokens, beam 2, V = 6; both of the best 2 end in <eos>",
+            2,
+            2,
+            6,
+            3,
+            lambda e, w: len(e[1][0]) == 2,
+        ),
+        _beam_case(
+            g,
+            "4 live hypotheses of 1 token, beam 4, V = 12; none of the best 4 ends in <eos>",
+            4,
+            4,
+            12,
+            1,
+            lambda e, w: len(e[1][0]) == 0,
+        ),
     ]
 
 
@@ -252,8 +283,11 @@ register(
         make_cases=_score_cases,
         mistakes=(
             Mistake("the length penalty is applied twice (log P / lp(n)^2): divide by lp(n) once.", _score_twice),
-            Mistake("the log-probability is multiplied by lp(n); divide it: lp(n) > 1 must bring a long hypothesis's "
-                    "(negative) score closer to 0.", _score_multiplied),
+            Mistake(
+                "the log-probability is multiplied by lp(n); divide it: lp(n) > 1 must bring a long hypothesis's "
+                "(negative) score closer to 0.",
+                _score_multiplied,
+            ),
             Mistake("alpha is an exponent, not a factor: lp(n) = ((5 + n) / 6) ** alpha.", _score_alpha_factor),
             Mistake("this divides by n ** alpha; GNMT's penalty is ((5 + n) / 6) ** alpha.", _score_length_power),
         ),
@@ -269,17 +303,31 @@ register(
         reference=beam_step,
         make_cases=_beam_cases,
         mistakes=(
-            Mistake("each hypothesis ranks only its own continuations: rank all n x V candidates together (flatten "
-                    "them, then topk), so that a strong hypothesis can fill several beams.", _beam_per_beam),
-            Mistake("the scores are not accumulated: a candidate's score is its hypothesis's score plus the log-"
-                    "probability of the new token, scores[:, None] + logp.", _beam_not_accumulated),
-            Mistake("candidates that end in <eos> are still expanded: they finish (return them with the finished "
-                    "hypotheses) and the live beams are the best K candidates that do not end in <eos>.",
-                    _beam_finished_expanded),
-            Mistake("only the best K candidates are considered, so the beam shrinks when some of them finish: rank "
-                    "the best 2 K, and keep the best K that do not end in <eos> alive.", _beam_top_k_only),
-            Mistake("<eos> is never chosen, so no hypothesis can finish: candidates among the best K that end in "
-                    "<eos> are the finished hypotheses.", _beam_eos_dropped),
+            Mistake(
+                "each hypothesis ranks only its own continuations: rank all n x V candidates together (flatten "
+                "them, then topk), so that a strong hypothesis can fill several beams.",
+                _beam_per_beam,
+            ),
+            Mistake(
+                "the scores are not accumulated: a candidate's score is its hypothesis's score plus the log-"
+                "probability of the new token, scores[:, None] + logp.",
+                _beam_not_accumulated,
+            ),
+            Mistake(
+                "candidates that end in <eos> are still expanded: they finish (return them with the finished "
+                "hypotheses) and the live beams are the best K candidates that do not end in <eos>.",
+                _beam_finished_expanded,
+            ),
+            Mistake(
+                "only the best K candidates are considered, so the beam shrinks when some of them finish: rank "
+                "the best 2 K, and keep the best K that do not end in <eos> alive.",
+                _beam_top_k_only,
+            ),
+            Mistake(
+                "<eos> is never chosen, so no hypothesis can finish: candidates among the best K that end in "
+                "<eos> are the finished hypotheses.",
+                _beam_eos_dropped,
+            ),
         ),
     ),
     Exercise(
@@ -291,14 +339,26 @@ register(
         reference=ref.attend_with_cache,
         make_cases=_cache_cases,
         mistakes=(
-            Mistake("is_causal=True hides every key but the first from a single query (PyTorch aligns the causal "
-                    "mask top-left); the newest position may see every cached position: no mask.", _cache_is_causal),
-            Mistake("the new position attends to the cached positions only: append its key and value first, then "
-                    "attend, so that it also sees itself.", _cache_new_not_seen),
-            Mistake("the returned cache holds only the new position: return the old cache with the new key and value "
-                    "appended, torch.cat([cache_k, k_new], dim=2).", _cache_not_kept),
-            Mistake("the returned cache is the old one: return it with the new key and value appended along the "
-                    "positions axis (dim=2).", _cache_not_appended),
+            Mistake(
+                "is_causal=True hides every key but the first from a single query (PyTorch aligns the causal "
+                "mask top-left); the newest position may see every cached position: no mask.",
+                _cache_is_causal,
+            ),
+            Mistake(
+                "the new position attends to the cached positions only: append its key and value first, then "
+                "attend, so that it also sees itself.",
+                _cache_new_not_seen,
+            ),
+            Mistake(
+                "the returned cache holds only the new position: return the old cache with the new key and value "
+                "appended, torch.cat([cache_k, k_new], dim=2).",
+                _cache_not_kept,
+            ),
+            Mistake(
+                "the returned cache is the old one: return it with the new key and value appended along the "
+                "positions axis (dim=2).",
+                _cache_not_appended,
+            ),
             Mistake("the scores are not scaled by 1 / sqrt(d_k).", _cache_unscaled),
         ),
     ),

@@ -101,7 +101,9 @@ def build(out: Path, root: Path | None = None) -> Path:
     (out / ".github" / "grade.sh").write_text(GRADE_SH, encoding="utf-8")
     (out / ".github" / "grade.sh").chmod(0o755)
     (out / "README.md").write_text(README, encoding="utf-8")
-    (out / ".gitignore").write_text("grading-results/\n__pycache__/\n*.egg-info/\n.ipynb_checkpoints/\n", encoding="utf-8")
+    (out / ".gitignore").write_text(
+        "grading-results/\n__pycache__/\n*.egg-info/\n.ipynb_checkpoints/\n", encoding="utf-8"
+    )
     return out
 
 

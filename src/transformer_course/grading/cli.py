@@ -46,17 +46,41 @@ def _unique(slug: str, taken: set[str]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="course-grade", description="Grade submitted notebooks of the course.")
     parser.add_argument("submissions", nargs="+", type=Path, help="a notebook (.ipynb) or a folder of notebooks")
-    parser.add_argument("--out", type=Path, default=Path("grading-results"), help="where reports go (default: grading-results)")
-    parser.add_argument("--chapter", type=int, default=None, help="the chapter being graded: a notebook of another chapter gets no points")
-    parser.add_argument("--isolation", choices=isolation.MODES, default="auto",
-                        help="where student code runs: bwrap (bubblewrap sandbox; an error when missing), process (no "
-                             "sandbox, limits only) or auto (bwrap when it works, else process with a warning)")
-    parser.add_argument("--key-file", type=Path, default=None, help="secret key for the hidden cases' seed (default: $COURSE_GRADER_KEY)")
+    parser.add_argument(
+        "--out", type=Path, default=Path("grading-results"), help="where reports go (default: grading-results)"
+    )
+    parser.add_argument(
+        "--chapter",
+        type=int,
+        default=None,
+        help="the chapter being graded: a notebook of another chapter gets no points",
+    )
+    parser.add_argument(
+        "--isolation",
+        choices=isolation.MODES,
+        default="auto",
+        help="where student code runs: bwrap (bubblewrap sandbox; an error when missing), process (no "
+        "sandbox, limits only) or auto (bwrap when it works, else process with a warning)",
+    )
+    parser.add_argument(
+        "--key-file",
+        type=Path,
+        default=None,
+        help="secret key for the hidden cases' seed (default: $COURSE_GRADER_KEY)",
+    )
     parser.add_argument("--cell-timeout", type=int, default=60, help="seconds one cell may run (default: 60)")
-    parser.add_argument("--timeout", type=int, default=600, help="seconds one submission may run in total (default: 600)")
-    parser.add_argument("--memory", type=int, default=4096, help="MiB of address space for the student's code (default: 4096)")
-    parser.add_argument("--pass-mark", type=float, default=1.0, help="fraction of the points that counts as a pass (default: 1.0)")
-    parser.add_argument("--root", type=Path, default=None, help="the course folder with notebooks/ (default: found from the package)")
+    parser.add_argument(
+        "--timeout", type=int, default=600, help="seconds one submission may run in total (default: 600)"
+    )
+    parser.add_argument(
+        "--memory", type=int, default=4096, help="MiB of address space for the student's code (default: 4096)"
+    )
+    parser.add_argument(
+        "--pass-mark", type=float, default=1.0, help="fraction of the points that counts as a pass (default: 1.0)"
+    )
+    parser.add_argument(
+        "--root", type=Path, default=None, help="the course folder with notebooks/ (default: found from the package)"
+    )
     parser.add_argument("--quiet", action="store_true", help="print only the final line")
     args = parser.parse_args(argv)
 
@@ -104,15 +128,25 @@ def main(argv: list[str] | None = None) -> int:
         try:
             folder.mkdir(parents=True, exist_ok=True)
             # Written first, replaced at the end: if the grading process itself is killed, this is what remains.
-            placeholder = Report(submission=path.name, problems=["grading did not finish: the grader was killed "
-                                                                  "while it ran this submission"])
+            placeholder = Report(
+                submission=path.name,
+                problems=["grading did not finish: the grader was killed while it ran this submission"],
+            )
             _write(folder, placeholder)
         except OSError as exc:
             print(f"course-grade: cannot write reports to {folder}: {exc.strerror or exc}", file=sys.stderr)
             return 2
         seed = secret_seed(key, path.read_bytes()) if key else None
-        report = grade_notebook(path, root, cell_timeout=args.cell_timeout, timeout=args.timeout, chapter=args.chapter,
-                                isolation=mode, seed=seed, memory_mb=args.memory)
+        report = grade_notebook(
+            path,
+            root,
+            cell_timeout=args.cell_timeout,
+            timeout=args.timeout,
+            chapter=args.chapter,
+            isolation=mode,
+            seed=seed,
+            memory_mb=args.memory,
+        )
         _write(folder, report)
         reports.append((slug, report))
         if not args.quiet:
@@ -125,12 +159,16 @@ def main(argv: list[str] | None = None) -> int:
         _write_overview(out, reports, skipped)
 
     failing = [slug for slug, r in reports if r.max_score == 0 or r.score < args.pass_mark * r.max_score]
-    print(f"graded {len(reports)} submission(s); {len(reports) - len(failing)} reached the pass mark; reports in {args.out}/")
+    print(
+        f"graded {len(reports)} submission(s); {len(reports) - len(failing)} reached the pass mark; reports in {args.out}/"
+    )
     return 1 if failing else 0
 
 
 def _write(folder: Path, report: Report) -> None:
-    (folder / "results.json").write_text(json.dumps(report.gradescope(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    (folder / "results.json").write_text(
+        json.dumps(report.gradescope(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     (folder / "summary.md").write_text(report.markdown(), encoding="utf-8")
 
 
@@ -143,7 +181,9 @@ def csv_cell(value: object) -> str:
 def _write_overview(out: Path, reports: list[tuple[str, Report]], skipped: list[str]) -> None:
     lines = ["# Grading summary", "", "| submission | score | max | problems |", "|---|---|---|---|"]
     for slug, r in reports:
-        lines.append(f"| {md_escape(r.submission)} | {r.score:g} | {r.max_score:g} | {md_escape('; '.join(r.problems))} |")
+        lines.append(
+            f"| {md_escape(r.submission)} | {r.score:g} | {r.max_score:g} | {md_escape('; '.join(r.problems))} |"
+        )
     if skipped:
         lines += ["", "Not graded (not notebooks):", ""] + [f"- {md_escape(p)}" for p in skipped]
     (out / "summary.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -153,8 +193,15 @@ def _write_overview(out: Path, reports: list[tuple[str, Report]], skipped: list[
         writer.writerow(["submission", "report", "score", "max_score", *names])
         for slug, r in reports:
             by_name = {t.name: t.score for t in r.tests}
-            writer.writerow([csv_cell(r.submission), csv_cell(slug), f"{r.score:g}", f"{r.max_score:g}",
-                             *[by_name.get(n, "") for n in names]])
+            writer.writerow(
+                [
+                    csv_cell(r.submission),
+                    csv_cell(slug),
+                    f"{r.score:g}",
+                    f"{r.max_score:g}",
+                    *[by_name.get(n, "") for n in names],
+                ]
+            )
 
 
 if __name__ == "__main__":

@@ -74,8 +74,10 @@ def encode(value: Any, strict: bool = True, _depth: int = 0) -> Any:
     if isinstance(value, tuple) and type(value).__getitem__ is tuple.__getitem__ or type(value) is list:
         # named tuples (torch.return_types included) travel as plain tuples of their items
         items = tuple.__iter__(value) if isinstance(value, tuple) else list.__iter__(value)
-        return {"__seq__": "tuple" if isinstance(value, tuple) else "list",
-                "items": [encode(v, strict, _depth + 1) for v in items]}
+        return {
+            "__seq__": "tuple" if isinstance(value, tuple) else "list",
+            "items": [encode(v, strict, _depth + 1) for v in items],
+        }
     if type(value) is dict:
         if not all(type(k) is str for k in value):
             raise CodecError("only dicts with string keys are supported")
@@ -108,7 +110,9 @@ def decode(obj: Any, _depth: int = 0) -> Any:
         shape, data = obj.get("shape"), obj.get("data")
         if dtype is None:
             raise CodecError(f"unknown dtype {obj.get('__tensor__')!r:.40}")
-        if not isinstance(shape, list) or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
+        if not isinstance(shape, list) or not all(
+            isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape
+        ):
             raise CodecError("malformed tensor shape")
         if not isinstance(data, list) or len(data) != math.prod(shape) or len(data) > MAX_ELEMENTS:
             raise CodecError("tensor data does not match its shape")

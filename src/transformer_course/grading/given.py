@@ -42,7 +42,9 @@ def given_code(pristine: dict) -> dict:
         except SyntaxError:
             continue
         kept = [ast.unparse(node) for node in tree.body if _is_definition(node)]
-        imports += [ast.unparse(n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) and _is_definition(n)]
+        imports += [
+            ast.unparse(n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) and _is_definition(n)
+        ]
         if kept:
             pending.append("\n".join(kept))
     out["__imports__"] = "\n".join(imports)  # type: ignore[assignment]
@@ -85,8 +87,13 @@ def fallback_source(ex: Exercise, root: Path) -> str:
                 return clean_source(text)[0]
     module = inspect.getmodule(ex.reference)
     tree = ast.parse(inspect.getsource(module))
-    imports = [ast.unparse(n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) and _is_definition(n)
-               and not (isinstance(n, ast.ImportFrom) and n.module == "__future__")]
+    imports = [
+        ast.unparse(n)
+        for n in tree.body
+        if isinstance(n, (ast.Import, ast.ImportFrom))
+        and _is_definition(n)
+        and not (isinstance(n, ast.ImportFrom) and n.module == "__future__")
+    ]
     return "\n".join(imports + _with_helpers(ex, module, tree)) + f"\n{ex.name} = {ex.reference.__name__}\n"
 
 

@@ -30,20 +30,30 @@ from typing import Any
 import torch
 
 from . import registry, sandbox
-from .codec import CodecError, decode, encode
+from .codec import encode
 from .given import fallback_source, given_code
 from .isolation import IsolationError
 from .isolation import resolve as resolve_isolation
-from .registry import Exercise, compare, run_case
+from .registry import Exercise
 from .report import Report, TestResult
 from .submission import Extracted, SubmissionError, clean_source, extract, read_notebook, static_problem
+from .verdicts import compare_cases
 
 MAX_OUTPUT = 4000  # characters of report text per exercise
 STARTUP = 120  # seconds the worker may take to start (importing PyTorch: 1-3 s, far more on a loaded machine)
 
 
-def grade_notebook(path: Path, root: Path, cell_timeout: int = 60, timeout: int = 600, *, chapter: int | None = None,
-                   isolation: str = "auto", seed: int | None = None, memory_mb: int = 4096) -> Report:
+def grade_notebook(
+    path: Path,
+    root: Path,
+    cell_timeout: int = 60,
+    timeout: int = 600,
+    *,
+    chapter: int | None = None,
+    isolation: str = "auto",
+    seed: int | None = None,
+    memory_mb: int = 4096,
+) -> Report:
     """Grade one submission. Never raises: whatever goes wrong is in the report.
 
     seed: the secret seed of the hidden cases; None draws a fresh one (see ``secret_seed`` for a keyed one).
@@ -71,8 +81,17 @@ def secret_seed(key: bytes | None, content: bytes) -> int:
     return int.from_bytes(hmac.new(key, content, hashlib.sha256).digest()[:5], "big")
 
 
-def _grade_into(report: Report, path: Path, root: Path, cell_timeout: int, timeout: int, chapter: int | None,
-                isolation: str, seed: int | None, memory_mb: int) -> None:
+def _grade_into(
+    report: Report,
+    path: Path,
+    root: Path,
+    cell_timeout: int,
+    timeout: int,
+    chapter: int | None,
+    isolation: str,
+    seed: int | None,
+    memory_mb: int,
+) -> None:
     deadline = time.monotonic() + timeout
     data = read_notebook(path)
     extracted = extract(data, path, expected_chapter=chapter)
@@ -81,16 +100,22 @@ def _grade_into(report: Report, path: Path, root: Path, cell_timeout: int, timeo
     mode, warning = resolve_isolation(isolation)
     report.isolation = warning or f"graded in the {mode} sandbox"
     seed = secrets.randbits(40) if seed is None else seed
-    pristine = json.loads((root / "notebooks" / registry.chapter_notebook(extracted.chapter)).read_text(encoding="utf-8"))
+    pristine = json.loads(
+        (root / "notebooks" / registry.chapter_notebook(extracted.chapter)).read_text(encoding="utf-8")
+    )
     given = given_code(pristine)
     exercises = registry.chapter_exercises(extracted.chapter)
     worker = sandbox.Worker(mode, memory_mb=memory_mb, cpu_seconds=timeout + STARTUP)
     try:
         if not worker.wait_ready(min(STARTUP, max(1.0, deadline - time.monotonic()))):
-            raise RuntimeError(f"the grading worker did not start ({worker.dead}): "
-                               f"{bytes(worker.output[-300:]).decode(errors='replace')}")
+            raise RuntimeError(
+                f"the grading worker did not start ({worker.dead}): "
+                f"{bytes(worker.output[-300:]).decode(errors='replace')}"
+            )
         for ex in exercises:
-            report.tests.append(_grade_exercise(ex, extracted, given, worker, root, seed, cell_timeout, deadline, report))
+            report.tests.append(
+                _grade_exercise(ex, extracted, given, worker, root, seed, cell_timeout, deadline, report)
+            )
             if worker.dead and time.monotonic() >= deadline:
                 worker.dead = f"the submission ran past the total time limit of {timeout} s"
     finally:
@@ -99,8 +124,17 @@ def _grade_into(report: Report, path: Path, root: Path, cell_timeout: int, timeo
         report.problems.append(f"{worker.dead}; the exercises from that point on got no points")
 
 
-def _grade_exercise(ex: Exercise, extracted: Extracted, given: dict, worker: sandbox.Worker, root: Path, seed: int,
-                    cell_timeout: int, deadline: float, report: Report) -> TestResult:
+def _grade_exercise(
+    ex: Exercise,
+    extracted: Extracted,
+    given: dict,
+    worker: sandbox.Worker,
+    root: Path,
+    seed: int,
+    cell_timeout: int,
+    deadline: float,
+    report: Report,
+) -> TestResult:
     name = f"Exercise {ex.id}: {ex.title}"
 
     def result(lines: list[str], passed: bool = False, state: str | None = None) -> TestResult:
@@ -108,7 +142,9 @@ def _grade_exercise(ex: Exercise, extracted: Extracted, given: dict, worker: san
         output = "\n".join(lines)
         if len(output) > MAX_OUTPUT:
             output = output[:MAX_OUTPUT] + "\n… (cut)"
-        return TestResult(name, ex.points if passed else 0, ex.points, output, state or ("passed" if passed else "failed"))
+        return TestResult(
+            name, ex.points if passed else 0, ex.points, output, state or ("passed" if passed else "failed")
+        )
 
     def left() -> float:
         return deadline - time.monotonic()
@@ -120,12 +156,15 @@ def _grade_exercise(ex: Exercise, extracted: Extracted, given: dict, worker: san
         worker.dead = "the submission ran past the total time limit"
         return result(["not graded: the submission ran past the total time limit"])
     for source in given.pop(ex.id, []):  # the course's own definitions before this exercise
-        answer = worker.request({"op": "exec", "source": source, "label": "course code", "timeout": cell_timeout},
-                                min(cell_timeout, left()))
+        answer = worker.request(
+            {"op": "exec", "source": source, "label": "course code", "timeout": cell_timeout}, min(cell_timeout, left())
+        )
         if answer is not None and "error" in answer:
             first = source.strip().split("\n")[0][:60]
-            report.problems.append(f"the course's code `{first}` raised {answer['error']}; an exercise before it "
-                                   "may define something unexpected")
+            report.problems.append(
+                f"the course's code `{first}` raised {answer['error']}; an exercise before it "
+                "may define something unexpected"
+            )
     source = extracted.sources.get(ex.id)
     lines: list[str] = []  # what the report says; whether the exercise passed is decided apart from the wording
     state = None
@@ -140,100 +179,64 @@ def _grade_exercise(ex: Exercise, extracted: Extracted, given: dict, worker: san
             code, note = clean_source(source)
             if note:
                 lines.append(note)
-            answer = worker.request({"op": "exec", "source": code, "label": f"exercise {ex.id}",
-                                     "timeout": min(cell_timeout, max(1, left()))}, min(cell_timeout, max(1, left())))
+            answer = worker.request(
+                {
+                    "op": "exec",
+                    "source": code,
+                    "label": f"exercise {ex.id}",
+                    "timeout": min(cell_timeout, max(1, left())),
+                },
+                min(cell_timeout, max(1, left())),
+            )
             if answer is None:
                 return result([f"your cell stopped the grading: {worker.dead}"] + lines)
             cell_ran = "error" not in answer
             if not cell_ran:
-                lines.append(f"your cell raised {answer['error']}" if not answer.get("timeout")
-                             else f"a time-out: the cell ran longer than the {cell_timeout} s limit per cell")
+                lines.append(
+                    f"your cell raised {answer['error']}"
+                    if not answer.get("timeout")
+                    else f"a time-out: the cell ran longer than the {cell_timeout} s limit per cell"
+                )
             cases = ex.cases(seed)
             _send_given_modules(cases, worker, root, given["__imports__"], min(cell_timeout, max(1, left())))
             call_timeout = min(cell_timeout, max(1, left()))
-            answer = worker.request({"op": "call", "exercise": ex.id, "name": ex.name, "kind": ex.kind,
-                                     "cases": [_encode_case(c) for c in cases], "timeout": call_timeout,
-                                     "forbidden": list(ex.forbidden)}, call_timeout)
+            answer = worker.request(
+                {
+                    "op": "call",
+                    "exercise": ex.id,
+                    "name": ex.name,
+                    "kind": ex.kind,
+                    "cases": [_encode_case(c) for c in cases],
+                    "timeout": call_timeout,
+                    "forbidden": list(ex.forbidden),
+                },
+                call_timeout,
+            )
             if answer is None:
                 return result([f"your code stopped the grading: {worker.dead}"] + lines)
-            case_lines, state, every_case_right = _compare_cases(ex, cases, answer)
+            case_lines, state, every_case_right = compare_cases(ex, cases, answer)
             lines += case_lines
             passed = cell_ran and every_case_right
     if not passed:
         fallback = fallback_source(ex, root)
-        answer = worker.request({"op": "exec", "source": fallback, "label": f"solution {ex.id}", "timeout": cell_timeout},
-                                min(cell_timeout, max(1, left())))
+        answer = worker.request(
+            {"op": "exec", "source": fallback, "label": f"solution {ex.id}", "timeout": cell_timeout},
+            min(cell_timeout, max(1, left())),
+        )
         if answer is not None and "error" in answer:
-            report.problems.append(f"the course's solution of {ex.id} could not be loaded for the exercises after it "
-                                   f"({answer['error']})")
+            report.problems.append(
+                f"the course's solution of {ex.id} could not be loaded for the exercises after it ({answer['error']})"
+            )
     return result(lines, passed, state)
 
 
-def _compare_cases(ex: Exercise, cases: list[registry.Case], answer: dict) -> tuple[list[str], str | None, bool]:
-    """(a line per case for the report, the exercise's state if not plain pass or fail, whether every case passed
-    and no forbidden built-in was called)."""
-    if "error" in answer and "results" not in answer:
-        return [str(answer["error"])[:500]], None, False
-    results = answer.get("results")
-    forbidden = answer.get("forbidden")
-    lines: list[str] = []
-    if isinstance(forbidden, list) and forbidden:
-        called = ", ".join(f"`{str(f)[:80]}`" for f in forbidden[:5])
-        lines.append(f"your code called PyTorch's built-in {called}, which this exercise asks you to build yourself")
-    if not isinstance(results, list) or len(results) > len(cases):
-        return lines + ["the grading process sent malformed results"], None, False
-    results = results + [{"error": "not run: an earlier case ran out of time"}] * (len(cases) - len(results))
-    if all(isinstance(r, dict) and r.get("not_attempted") for r in results):
-        return lines + ["not attempted (the cell still raises NotImplementedError)"], "not attempted", False
-    right = 0
-    for case, result in zip(cases, results):
-        label = f"case '{case.label}'"
-        if not isinstance(result, dict) or ("error" not in result and "value" not in result):
-            lines.append(f"✗ {label}: malformed result")
-            continue
-        if "error" in result:
-            lines.append(f"✗ {label}: {str(result['error'])[:300]}")
-            continue
-        try:
-            actual = decode(result["value"])
-        except CodecError as exc:
-            lines.append(f"✗ {label}: the result could not be read ({exc})")
-            continue
-        expected = run_case(ex, ex.reference, case)
-        problem = _safe_compare(expected, actual, ex)
-        if problem is None:
-            lines.append(f"✓ {label}")
-            right += 1
-            continue
-        hint = _matching_mistake(ex, case, actual)
-        lines.append(f"✗ {label}: {problem}" + (f"\n  Hint: {hint}" if hint else ""))
-    called_forbidden = isinstance(forbidden, list) and bool(forbidden)
-    return lines, None, bool(cases) and right == len(cases) and not called_forbidden
-
-
-def _safe_compare(expected: Any, actual: Any, ex: Exercise) -> str | None:
-    try:
-        return compare(expected, actual, ex.atol, ex.rtol)
-    except Exception as exc:  # noqa: BLE001 - an unexpected value is a wrong answer, never a crash
-        return f"the result could not be compared with the reference ({type(exc).__name__})"
-
-
-def _matching_mistake(ex: Exercise, case: registry.Case, actual: Any) -> str | None:
-    """The hint of the known mistake that gives exactly this output, as the notebook's self-check would say."""
-    for mistake in ex.mistakes:
-        try:
-            wrong = run_case(ex, mistake.implementation, case)
-            if compare(wrong, actual, ex.atol, ex.rtol) is None:
-                return mistake.hint
-        except Exception:  # noqa: BLE001
-            continue
-    return None
-
-
 def _encode_case(case: registry.Case) -> dict:
-    return {"args": _encode_input(tuple(case.args)), "kwargs": _encode_input(dict(case.kwargs)),
-            "init": None if case.init is None else _encode_input(dict(case.init)),
-            "state": None if case.state is None else _encode_input(dict(case.state))}
+    return {
+        "args": _encode_input(tuple(case.args)),
+        "kwargs": _encode_input(dict(case.kwargs)),
+        "init": None if case.init is None else _encode_input(dict(case.init)),
+        "state": None if case.state is None else _encode_input(dict(case.state)),
+    }
 
 
 def _encode_input(value: Any) -> Any:
@@ -246,15 +249,20 @@ def _encode_input(value: Any) -> Any:
     return encode(value)
 
 
-def _send_given_modules(cases: list[registry.Case], worker: sandbox.Worker, root: Path, imports: str,
-                        timeout: float) -> None:
+def _send_given_modules(
+    cases: list[registry.Case], worker: sandbox.Worker, root: Path, imports: str, timeout: float
+) -> None:
     """Define in the worker the classes of the modules that cases take as input (built from the course's code
     of an exercise graded before, never of this one)."""
-    for ex_id in dict.fromkeys(c.course_given[0] for case in cases for c in case.args if isinstance(c, torch.nn.Module)):
+    for ex_id in dict.fromkeys(
+        c.course_given[0] for case in cases for c in case.args if isinstance(c, torch.nn.Module)
+    ):
         if ex_id not in worker.given:
             ex = registry.get(ex_id)
-            worker.request({"op": "given", "id": ex_id, "name": ex.name,
-                            "source": imports + "\n" + fallback_source(ex, root)}, timeout)
+            worker.request(
+                {"op": "given", "id": ex_id, "name": ex.name, "source": imports + "\n" + fallback_source(ex, root)},
+                timeout,
+            )
             worker.given.add(ex_id)
 
 

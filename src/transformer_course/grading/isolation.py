@@ -23,9 +23,15 @@ def bwrap_available() -> bool:
     if _bwrap_works is None:
         exe = shutil.which("bwrap")
         try:
-            _bwrap_works = exe is not None and subprocess.run(
-                [exe, "--unshare-all", "--unshare-user", "--die-with-parent", "--ro-bind", "/", "/", "true"],
-                capture_output=True, timeout=20).returncode == 0
+            _bwrap_works = (
+                exe is not None
+                and subprocess.run(
+                    [exe, "--unshare-all", "--unshare-user", "--die-with-parent", "--ro-bind", "/", "/", "true"],
+                    capture_output=True,
+                    timeout=20,
+                ).returncode
+                == 0
+            )
         except (OSError, subprocess.SubprocessError):
             _bwrap_works = False
     return _bwrap_works
@@ -38,7 +44,11 @@ def resolve(mode: str) -> tuple[str, str | None]:
     if mode in ("auto", "bwrap") and bwrap_available():
         return "bwrap", None
     if mode == "bwrap":
-        raise IsolationError("--isolation bwrap: bubblewrap is not installed or cannot create namespaces here "
-                             "(apt-get install bubblewrap)")
-    return "process", ("WARNING: graded without a sandbox (bubblewrap is not available): the submission's code ran "
-                       "as the grader's user and could read the course's files; limits and clean-up still applied")
+        raise IsolationError(
+            "--isolation bwrap: bubblewrap is not installed or cannot create namespaces here "
+            "(apt-get install bubblewrap)"
+        )
+    return "process", (
+        "WARNING: graded without a sandbox (bubblewrap is not available): the submission's code ran "
+        "as the grader's user and could read the course's files; limits and clean-up still applied"
+    )

@@ -18,6 +18,7 @@ import torch
 PUBLIC_SEED = 0  # self-check inputs, visible to the student
 HIDDEN_SEED = 20_171_206  # grader inputs; different values, same kinds of case
 
+
 def _chapter_modules() -> dict[int, str]:
     """Chapter number -> module, for every chNN.py beside this file: a new chapter registers by existing."""
     import pkgutil

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 __all__ = ["Report", "TestResult", "fenced", "md_escape"]
 
+
 @dataclass
 class TestResult:
     name: str
@@ -54,8 +55,14 @@ class Report:
             or "Graded every exercise.",
             "stdout_visibility": "visible",
             "tests": [
-                {"name": t.name, "number": t.name.split(":")[0].replace("Exercise ", ""), "score": t.score,
-                 "max_score": t.max_score, "status": t.status, "output": t.output}
+                {
+                    "name": t.name,
+                    "number": t.name.split(":")[0].replace("Exercise ", ""),
+                    "score": t.score,
+                    "max_score": t.max_score,
+                    "status": t.status,
+                    "output": t.output,
+                }
                 for t in self.tests
             ],
         }
@@ -71,7 +78,9 @@ class Report:
             head += "".join(f"- {md_escape(p)}\n" for p in self.problems) + "\n"
         if self.tests:
             head += "| exercise | score | status |\n|---|---|---|\n"
-            head += "".join(f"| {md_escape(t.name)} | {t.score:g} / {t.max_score:g} | {t.verdict} |\n" for t in self.tests)
+            head += "".join(
+                f"| {md_escape(t.name)} | {t.score:g} / {t.max_score:g} | {t.verdict} |\n" for t in self.tests
+            )
             for t in self.tests:
                 head += f"\n## {md_escape(t.name)}\n\n{fenced(t.output)}\n"
         return head

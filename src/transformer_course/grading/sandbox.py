@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import secrets
 import select
 import shutil
@@ -34,12 +33,15 @@ import threading
 import time
 from pathlib import Path
 
+from .limits import MAX_PROCESSES, limit_child, namespace_init
+
 KEEP_OUTPUT = 64 * 1024  # bytes of the worker's stdout/stderr kept; the rest is counted and dropped
 MAX_ANSWER = 32 * 1024 * 1024  # bytes of one answer on the channel
-MAX_PROCESSES = 64
 GRACE = 5.0  # seconds past a command's own time limit before the worker counts as hung
 _HERE = Path(__file__).parent
 _PIDS_CGROUP = Path("/sys/fs/cgroup/pids")
+
+
 def _package_dirs() -> list[str]:
     """Folders that hold the course package, to be hidden inside the sandbox."""
     import transformer_course
@@ -69,20 +71,35 @@ class Worker:
         info_read, info_write = os.pipe() if mode == "bwrap" else (None, None)
         self._info_fd = info_write
         read_end, write_end = os.pipe()
-        env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0",
-               "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
-               "OMP_WAIT_POLICY": "PASSIVE", "TQDM_DISABLE": "1", "MPLBACKEND": "Agg"}
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "HOME": "/tmp",
+            "LANG": "C.UTF-8",
+            "PYTHONHASHSEED": "0",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "OMP_NUM_THREADS": str(threads),
+            "MKL_NUM_THREADS": str(threads),
+            "OMP_WAIT_POLICY": "PASSIVE",
+            "TQDM_DISABLE": "1",
+            "MPLBACKEND": "Agg",
+        }
         command = self._command(write_end)
         limits = (memory_mb, cpu_seconds, self._cgroup)
         self.proc = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=env,
             pass_fds=(write_end,) if info_write is None else (write_end, info_write),
             cwd=str(self._job) if mode == "process" else "/",
-            preexec_fn=lambda: _limit_child(*limits), start_new_session=True)
+            preexec_fn=lambda: limit_child(*limits),
+            start_new_session=True,
+        )
         os.close(write_end)
         if info_read is not None:
             os.close(info_write)
-            self._ns_init = _namespace_init(info_read)
+            self._ns_init = namespace_init(info_read)
         self._channel = read_end
         self._drain = threading.Thread(target=self._drain_output, daemon=True)
         self._drain.start()
@@ -102,11 +119,39 @@ class Worker:
                 hide += ["--tmpfs", package]
         # The private /tmp comes first: bwrap mounts in order, so the Python installation stays visible when it lives
         # under /tmp itself (a checkout cloned there, with its .venv).
-        return [shutil.which("bwrap") or "bwrap", "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534",
-                "--info-fd", str(self._info_fd), "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-                "--tmpfs", "/tmp", *binds, "--proc", "/proc",
-                "--dev", "/dev", "--ro-bind", str(self._job), "/job", *hide, "--chdir", "/tmp",
-                "--", python, "-I", "/job/worker.py", str(fd)]
+        return [
+            shutil.which("bwrap") or "bwrap",
+            "--unshare-all",
+            "--unshare-user",
+            "--uid",
+            "65534",
+            "--gid",
+            "65534",
+            "--info-fd",
+            str(self._info_fd),
+            "--die-with-parent",
+            "--new-session",
+            "--cap-drop",
+            "ALL",
+            "--tmpfs",
+            "/tmp",
+            *binds,
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--ro-bind",
+            str(self._job),
+            "/job",
+            *hide,
+            "--chdir",
+            "/tmp",
+            "--",
+            python,
+            "-I",
+            "/job/worker.py",
+            str(fd),
+        ]
 
     def _make_cgroup(self) -> Path | None:
         try:
@@ -182,8 +227,9 @@ class Worker:
         return "the grading process was killed by the submission (it exited or crashed Python)"
 
     def _gone(self, why: str, kill: bool = False) -> None:
-        self.dead = ("a cell ran past its time limit and did not stop; the grading process was ended"
-                     if why == "hung" else why)
+        self.dead = (
+            "a cell ran past its time limit and did not stop; the grading process was ended" if why == "hung" else why
+        )
         if kill:
             self.close()
 
@@ -251,38 +297,3 @@ class Worker:
             return [int(p) for p in (self._cgroup / "cgroup.procs").read_text().split()]
         except (OSError, ValueError):
             return []
-
-
-def _namespace_init(info: int, timeout: float = 30.0) -> int | None:
-    """A pidfd for the sandbox's PID 1, read from bwrap's --info-fd ({"child-pid": N}); None if unavailable."""
-    data = b""
-    deadline = time.monotonic() + timeout
-    try:
-        while b"}" not in data and time.monotonic() < deadline:
-            ready, _, _ = select.select([info], [], [], max(0.0, deadline - time.monotonic()))
-            chunk = os.read(info, 4096) if ready else b""
-            if not chunk:
-                break
-            data += chunk
-    finally:
-        os.close(info)
-    try:
-        return os.pidfd_open(int(json.loads(data)["child-pid"]))
-    except (ValueError, KeyError, TypeError, OSError, AttributeError):
-        return None  # bwrap failed to start (reported elsewhere), or an old kernel: close() still kills what it can
-
-
-def _limit_child(memory_mb: int, cpu_seconds: int, cgroup: Path | None) -> None:
-    """In the child, before exec: resource limits, and the pids cgroup where there is one."""
-    if cgroup is not None:
-        try:
-            (cgroup / "cgroup.procs").write_text(str(os.getpid()))
-        except OSError:
-            pass
-    for limit, value in ((resource.RLIMIT_AS, memory_mb * 2**20), (resource.RLIMIT_CPU, cpu_seconds),
-                         (resource.RLIMIT_CORE, 0), (resource.RLIMIT_NOFILE, 256),
-                         (resource.RLIMIT_NPROC, MAX_PROCESSES), (resource.RLIMIT_FSIZE, 64 * 2**20)):
-        try:
-            resource.setrlimit(limit, (value, value))
-        except (ValueError, OSError):
-            pass

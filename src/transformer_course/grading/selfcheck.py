@@ -77,10 +77,18 @@ def evaluate(ex: Exercise, obj: Any, seed: int = PUBLIC_SEED) -> tuple[str, int,
         except NotImplementedError:
             return "not attempted", 0, len(cases), None
         except KeyboardInterrupt:  # interrupted by hand, or by the grader's time limit: a failure, not a crash
-            return "failed", passed, len(cases), f"on case '{case.label}' your code ran until it was interrupted (an endless loop?)"
+            return (
+                "failed",
+                passed,
+                len(cases),
+                f"on case '{case.label}' your code ran until it was interrupted (an endless loop?)",
+            )
         except Exception as exc:  # the student's code raised: report it, never crash the notebook
-            return "failed", passed, len(cases), (
-                f"on case '{case.label}' your code raised {type(exc).__name__}: {exc}{_where(exc)}"
+            return (
+                "failed",
+                passed,
+                len(cases),
+                (f"on case '{case.label}' your code raised {type(exc).__name__}: {exc}{_where(exc)}"),
             )
         expected = run_case(ex, ex.reference, case)
         problem = compare(expected, actual, ex.atol, ex.rtol)
@@ -227,23 +235,37 @@ def check(exercise_id: str, obj: Any) -> Any:
     if tracker is not None:
         run = tracker.runs.get(ex.id)
         if run is None:
-            return _refuse(ex, f"the exercise cell (the one that starts `# EXERCISE {ex.id}`) has not run in this "
-                               "kernel yet. Run it, then this check.")
+            return _refuse(
+                ex,
+                f"the exercise cell (the one that starts `# EXERCISE {ex.id}`) has not run in this "
+                "kernel yet. Run it, then this check.",
+            )
         if run.error is not None:
-            return _refuse(ex, f"the exercise cell did not run to the end: its latest run{_in(run)} stopped with "
-                               f"{_describe(run.error)}{_where(run.error)}. Fix it, run it, then this check.")
+            return _refuse(
+                ex,
+                f"the exercise cell did not run to the end: its latest run{_in(run)} stopped with "
+                f"{_describe(run.error)}{_where(run.error)}. Fix it, run it, then this check.",
+            )
         if not run.defined:
-            return _refuse(ex, f"the exercise cell's latest run{_in(run)} did not define `{ex.name}`. Keep the "
-                               "name the exercise gives, run the cell, then this check.")
+            return _refuse(
+                ex,
+                f"the exercise cell's latest run{_in(run)} did not define `{ex.name}`. Keep the "
+                "name the exercise gives, run the cell, then this check.",
+            )
         if obj is not run.obj and obj is not ex.reference and not isinstance(obj, NotRun):
-            note = (f"   (This checked the `{ex.name}` that the exercise cell defined when it last ran{_in(run)}, "
-                    "not the object passed to `check`.)")
+            note = (
+                f"   (This checked the `{ex.name}` that the exercise cell defined when it last ran{_in(run)}, "
+                "not the object passed to `check`.)"
+            )
         obj = run.obj
     elif isinstance(obj, NotRun):
         return _refuse(ex, f"`{ex.name}` is not defined: the exercise cell has not run. Run it, then this check.")
     if obj is ex.reference:
-        return _refuse(ex, f"`{ex.name}` is the course's reference implementation, not yours. The check tests the "
-                           f"`{ex.name}` that your exercise cell defines: run that cell, then this check.")
+        return _refuse(
+            ex,
+            f"`{ex.name}` is the course's reference implementation, not yours. The check tests the "
+            f"`{ex.name}` that your exercise cell defines: run that cell, then this check.",
+        )
     status, passed, total, message = evaluate(ex, obj)
     if status == "passed":
         print(f"✅ Exercise {ex.id} ({ex.title}): passed all {total} checks.")

@@ -41,7 +41,9 @@ def read_notebook(path: Path) -> dict:
     except json.JSONDecodeError as exc:
         ends_early = exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated")
         what = "truncated: its JSON stops before the end" if ends_early else "not valid JSON"
-        raise SubmissionError(f"{path.name} is {what} (JSON error at line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+        raise SubmissionError(
+            f"{path.name} is {what} (JSON error at line {exc.lineno}, column {exc.colno}: {exc.msg})"
+        ) from None
     if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
         raise SubmissionError(f"{path.name} is JSON but not a Jupyter notebook (it has no list of cells)")
     return data
@@ -74,11 +76,15 @@ def extract(data: dict, path: Path, expected_chapter: int | None = None) -> Extr
     chapter = _chapter(data, sources, path)
     named = re.match(r"(\d+)_", path.name)
     if expected_chapter is not None and chapter != expected_chapter:
-        raise SubmissionError(f"{path.name} is a notebook of chapter {chapter}, but chapter {expected_chapter} is being "
-                              "graded (--chapter); nothing was graded")
+        raise SubmissionError(
+            f"{path.name} is a notebook of chapter {chapter}, but chapter {expected_chapter} is being "
+            "graded (--chapter); nothing was graded"
+        )
     if named and int(named.group(1)) != chapter:
-        notes.append(f"the file is named like chapter {int(named.group(1))} but holds the exercises of chapter "
-                     f"{chapter}; it was graded as chapter {chapter}")
+        notes.append(
+            f"the file is named like chapter {int(named.group(1))} but holds the exercises of chapter "
+            f"{chapter}; it was graded as chapter {chapter}"
+        )
     known = {e.id for e in registry.chapter_exercises(chapter)}
     for ex_id in sorted(set(sources) - known):
         notes.append(f"exercise cell {ex_id} is not an exercise of chapter {chapter}; ignored")
@@ -105,12 +111,23 @@ def _chapter(data: dict, sources: dict[str, str], path: Path) -> int:
     for chapter in candidates:
         if chapter in registry.CHAPTER_MODULES:
             return chapter
-    raise SubmissionError(f"cannot tell which chapter {path.name} belongs to: it has no exercise cells of a graded chapter")
+    raise SubmissionError(
+        f"cannot tell which chapter {path.name} belongs to: it has no exercise cells of a graded chapter"
+    )
 
 
 # Names of PyTorch's mode stacks: code that reaches them could hide what it calls from the grader's watch.
-_MACHINERY = ("torch_function_mode", "_pop_mode", "_push_mode", "DisableTorchFunction", "_python_dispatch",
-              "_disabled_torch_function", "_set_torch_function", "_dispatch_tls", "ExcludeDispatchKeyGuard")
+_MACHINERY = (
+    "torch_function_mode",
+    "_pop_mode",
+    "_push_mode",
+    "DisableTorchFunction",
+    "_python_dispatch",
+    "_disabled_torch_function",
+    "_set_torch_function",
+    "_dispatch_tls",
+    "ExcludeDispatchKeyGuard",
+)
 
 
 def clean_source(source: str) -> tuple[str, str | None]:
@@ -183,14 +200,20 @@ def static_problem(source: str, exercise: registry.Exercise, exercise_names: set
         elif isinstance(node, ast.ImportFrom):
             modules = [node.module or ""]
         if any(m.split(".")[0] == "transformer_course" for m in modules):
-            return "the cell imports the course's reference package (`transformer_course`), which grading does not allow"
+            return (
+                "the cell imports the course's reference package (`transformer_course`), which grading does not allow"
+            )
         used = []  # (name, how)
         if isinstance(node, ast.Attribute):
             # `self.attend(...)` of the cell's own method is not PyTorch's; `F.x`, `torch.x` always are
             base = _base_name(node)
             if node.attr not in own_attributes or base in _MODULE_NAMES | imported or base is None:
                 used.append(node.attr)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in (own - imported) | exercise_names:
+        elif (
+            isinstance(node, ast.Name)
+            and isinstance(node.ctx, ast.Load)
+            and node.id not in (own - imported) | exercise_names
+        ):
             used.append(node.id)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             for alias in node.names:

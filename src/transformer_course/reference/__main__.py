@@ -13,11 +13,16 @@ from . import NAMES, SAMPLE_EVERY, _path, load_reference, sample_sources, sample
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m transformer_course.reference",
-                                description="Check or refresh what is stored with a reference model.")
-    p.add_argument("what", choices=["bleu", "sample"],
-                   help="bleu: decode the whole test set again and compare with the stored BLEU; "
-                        "sample: write NAME-sample.json from the stored weights")
+    p = argparse.ArgumentParser(
+        prog="python -m transformer_course.reference",
+        description="Check or refresh what is stored with a reference model.",
+    )
+    p.add_argument(
+        "what",
+        choices=["bleu", "sample"],
+        help="bleu: decode the whole test set again and compare with the stored BLEU; "
+        "sample: write NAME-sample.json from the stored weights",
+    )
     p.add_argument("name", choices=NAMES)
     p.add_argument("--threads", type=int, default=2, help="CPU threads (default 2, the course's budget)")
     args = p.parse_args(argv)
@@ -25,10 +30,15 @@ def main(argv: list[str] | None = None) -> int:
     model, data, run = load_reference(args.name)
     if args.what == "sample":
         translations = sample_translations(model, data)
-        record = {"name": args.name, "command": f"python -m transformer_course.reference sample {args.name}",
-                  "test_sentences": f"every {SAMPLE_EVERY}th of the test set, decoded greedily as one batch",
-                  "weights_sha256": run["weights_sha256"], "torch": torch.__version__,
-                  "sources": sample_sources(data), "translations": translations}
+        record = {
+            "name": args.name,
+            "command": f"python -m transformer_course.reference sample {args.name}",
+            "test_sentences": f"every {SAMPLE_EVERY}th of the test set, decoded greedily as one batch",
+            "weights_sha256": run["weights_sha256"],
+            "torch": torch.__version__,
+            "sources": sample_sources(data),
+            "translations": translations,
+        }
         _path(args.name, "-sample.json").write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
         print(f"wrote {_path(args.name, '-sample.json')}")
         return 0
@@ -38,9 +48,11 @@ def main(argv: list[str] | None = None) -> int:
     with torch.no_grad():
         bleu = evaluate_bleu(model, data, "test")  # as the trainer scored the test set at the end of its run
     same = round(bleu, 2) == round(run["test_score"], 2)
-    print(f"{args.name}: greedy test BLEU {bleu:.2f} on {len(data.test_ids):,} sentences "
-          f"({time.perf_counter() - start:.0f} s); stored {run['test_score']:.2f}: "
-          f"{'the same' if same else 'DIFFERENT'}")
+    print(
+        f"{args.name}: greedy test BLEU {bleu:.2f} on {len(data.test_ids):,} sentences "
+        f"({time.perf_counter() - start:.0f} s); stored {run['test_score']:.2f}: "
+        f"{'the same' if same else 'DIFFERENT'}"
+    )
     return 0 if same else 1
 
 
