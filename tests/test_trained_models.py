@@ -33,15 +33,15 @@ def course_threads():
 @pytest.mark.parametrize("name", MODELS)
 def test_a_translation_model_learns_within_its_budget(name, course_threads):
     run = translation_experiment(name, progress=False)
-    history, data, model = run["history"], run["data"], run["model"]
+    history, data, model = run.history, run.data, run.model
     assert history["seconds"] <= CONFIGS[name]["seconds"] + 10  # the budget holds (the last step may run over)
     loss = history["loss"]
     # Loose, as in the notebooks: five minutes on a busy 2-core machine train a few hundred steps at most.
     assert sum(loss[-25:]) / 25 < 0.75 * loss[0], f"{name}: the loss should have fallen by a quarter at least"
     # Scored on both held-out sets: validation (what tuning reads) and test (what is reported). They are drawn from the
     # same distribution, so a model that scores far apart on them points at a mistake in one of the two.
-    assert 0 < run["valid_bleu"] and abs(run["valid_bleu"] - run["bleu"]) < max(3.0, 0.25 * run["bleu"])
-    hypotheses = run["hypotheses"]
+    assert 0 < run.valid_bleu and abs(run.valid_bleu - run.bleu) < max(3.0, 0.25 * run.bleu)
+    hypotheses = run.hypotheses
     assert len(hypotheses) == len(data.test_sources) and sum(map(bool, hypotheses)) > 0.9 * len(hypotheses)
     # The test translations stored with the model are the ones it writes (a check of the cache, when it loaded):
     # three of the evaluation's batches again, the same sentences together.

@@ -34,7 +34,7 @@ def test_outputs_may_run_longer_than_their_source():
 
 def test_every_model_kind_has_a_builder_and_its_code():
     # A new kind of model is added in one place each: its builder and the modules of its cache key.
-    from transformer_course.translation import BUILDERS, MODEL_CODE
+    from transformer_course.models import BUILDERS, MODEL_CODE
 
     kinds = {config["model"] for config in CONFIGS.values()}
     assert kinds == set(BUILDERS) == set(MODEL_CODE)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -22,14 +23,42 @@ from . import bahdanau, evaluation, metrics, seq2seq
 from .bahdanau import AttentionSeq2Seq
 from .configs import COPY_EXPERIMENT, DATE_EXPERIMENT
 from .data import batching, date_splits, dates, digits, make_batches
-from .data.dates import date_vocabs
+from .data.dates import CharVocab, date_vocabs
 from .data.digits import digit_vocab, make_digit_pairs
 from .evaluation import translate
 from .metrics import char_accuracy, exact_match
 from .model_cache import cached_training
 from .seq2seq import Seq2Seq
 
-__all__ = ["copy_experiment", "date_experiment", "sequence_loss", "train_toy"]
+__all__ = ["CopyRun", "DateRun", "copy_experiment", "date_experiment", "sequence_loss", "train_toy"]
+
+
+@dataclass
+class DateRun:
+    """What ``date_experiment`` returns."""
+
+    model: nn.Module
+    history: dict  # train_toy's record: step, loss per step, evaluations (step, seconds, accuracy), seconds
+    loaded: bool  # True when the model cache answered
+    config: dict
+    accuracy: float  # exact match on the held-out dates
+    test_pairs: list[tuple[str, str]]
+    src_vocab: CharVocab
+    tgt_vocab: CharVocab
+
+
+@dataclass
+class CopyRun:
+    """What ``copy_experiment`` returns."""
+
+    model: nn.Module
+    history: dict
+    loaded: bool
+    config: dict
+    by_length: dict[int, tuple[int, float, float]]  # input length -> (strings, characters right, exactly right)
+    test_pairs: list[tuple[str, str]]
+    outputs: list[str]
+    vocab: CharVocab
 
 
 def sequence_loss(logits: Tensor, tgt: Tensor, tgt_mask: Tensor) -> Tensor:
@@ -104,8 +133,8 @@ def _build(attention: bool, src_vocab: int, tgt_vocab: int, cfg: dict) -> nn.Mod
     return Seq2Seq(src_vocab, tgt_vocab, cfg["d_emb"], cfg["d_hidden"])
 
 
-def date_experiment(attention: bool, log: Callable | None = None, **overrides) -> dict:
-    """Train (or load) a date normaliser; returns model, history, loaded, accuracy and the data."""
+def date_experiment(attention: bool, log: Callable | None = None, **overrides) -> DateRun:
+    """Train (or load) a date normaliser; returns the model, its training record, its accuracy and the data."""
     cfg = {**DATE_EXPERIMENT, **overrides, "attention": attention}
     train_pairs, test_pairs = date_splits(cfg["n_train"], cfg["n_test"], seed=cfg["seed"])
     src_vocab, tgt_vocab = date_vocabs()
@@ -145,19 +174,10 @@ def date_experiment(attention: bool, log: Callable | None = None, **overrides) -
         fit,
         _code(),
     )
-    return {
-        "model": model,
-        "history": history,
-        "loaded": loaded,
-        "accuracy": accuracy(model),
-        "config": cfg,
-        "test_pairs": test_pairs,
-        "src_vocab": src_vocab,
-        "tgt_vocab": tgt_vocab,
-    }
+    return DateRun(model, history, loaded, cfg, accuracy(model), test_pairs, src_vocab, tgt_vocab)
 
 
-def copy_experiment(attention: bool, **overrides) -> dict:
+def copy_experiment(attention: bool, **overrides) -> CopyRun:
     """Train (or load) a model that repeats strings of 4 to 24 digits; accuracy by input length."""
     cfg = {**COPY_EXPERIMENT, **overrides, "attention": attention}
     vocab = digit_vocab()
@@ -186,13 +206,4 @@ def copy_experiment(attention: bool, **overrides) -> dict:
         if idx:
             preds, targets = [outputs[i] for i in idx], [test_pairs[i][1] for i in idx]
             by_length[n] = (len(idx), char_accuracy(preds, targets), exact_match(preds, targets))
-    return {
-        "model": model,
-        "history": history,
-        "loaded": loaded,
-        "by_length": by_length,
-        "config": cfg,
-        "test_pairs": test_pairs,
-        "outputs": outputs,
-        "vocab": vocab,
-    }
+    return CopyRun(model, history, loaded, cfg, by_length, test_pairs, outputs, vocab)

@@ -17,7 +17,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
-import torch
 from torch import nn
 
 from .configs import CONFIGS
@@ -27,9 +26,18 @@ from .data.tokenize import BPETokenizer, train_bpe
 from .evaluation import count_parameters, translate
 from .metrics import bleu_by_length, corpus_bleu
 from .model_cache import cache_dir, cached_training
+from .models import MODEL_CODE, build_model
 from .training import Settings, fit, pick_device
 
-__all__ = ["CONFIGS", "TranslationData", "build_model", "evaluate_bleu", "load_data", "translation_experiment"]
+__all__ = [
+    "CONFIGS",
+    "TranslationData",
+    "TranslationRun",
+    "build_model",
+    "evaluate_bleu",
+    "load_data",
+    "translation_experiment",
+]
 
 VOCAB_SIZE = 8000
 MAX_TRAIN_TOKENS = 48  # training pairs longer than this (in BPE tokens, either side) are left out: 0.1% of them
@@ -54,6 +62,25 @@ class TranslationData:
         if part == "test":
             return self.test_ids, self.test_references
         raise ValueError(f"part must be 'valid' or 'test', got {part!r}")
+
+
+@dataclass
+class TranslationRun:
+    """What ``translation_experiment`` returns: a trained model, how it trained and how it translates."""
+
+    name: str  # the configuration's name in CONFIGS
+    model: nn.Module
+    history: dict  # the training loop's record: steps, loss and learning rate per step, evaluations, seconds
+    loaded: bool  # True when the model cache answered, False when it trained now
+    bleu: float  # greedy corpus BLEU on the test set
+    valid_bleu: float | None  # the same on the validation set
+    config: dict  # the configuration it trained with, overrides included
+    parameters: int
+    hypotheses: list[str]  # its greedy translation of every test sentence
+    decode_seconds: float | None  # how long decoding the test set took
+    by_length: list[tuple[int, int, int, float]]  # (shortest, longest + 1, sentences, BLEU) per source length
+    data: TranslationData
+    device: str
 
 
 def _tokenizer(texts: list[str], key: str, vocab_size: int) -> BPETokenizer:
@@ -104,72 +131,6 @@ def load_data(max_tokens: int = 1000, seed: int = 0, vocab_size: int = VOCAB_SIZ
     )
 
 
-def _seq2seq(config: dict, vocab_size: int) -> nn.Module:
-    from .seq2seq import Seq2Seq
-
-    return Seq2Seq(vocab_size, vocab_size, config["d_emb"], config["d_hidden"])
-
-
-def _bahdanau(config: dict, vocab_size: int) -> nn.Module:
-    from .bahdanau import AttentionSeq2Seq
-
-    return AttentionSeq2Seq(
-        vocab_size,
-        vocab_size,
-        config["d_emb"],
-        config["d_hidden"],
-        config["d_att"],
-        d_readout=config.get("d_readout"),
-        tie=config.get("tie", False),
-    )
-
-
-def _transformer(config: dict, vocab_size: int) -> nn.Module:
-    from .transformer import Transformer
-
-    keys = (
-        "d_model",
-        "n_heads",
-        "n_encoder_layers",
-        "n_decoder_layers",
-        "d_ff",
-        "dropout",
-        "norm_first",
-        "tie_embeddings",
-    )
-    return Transformer(vocab_size, vocab_size, **{k: config[k] for k in keys if k in config})
-
-
-# A configuration's "model" -> the function that builds it (the chapters' modules are imported when used).
-BUILDERS: dict[str, Callable[[dict, int], nn.Module]] = {
-    "seq2seq": _seq2seq,
-    "bahdanau": _bahdanau,
-    "transformer": _transformer,
-}
-# ... and the modules whose source builds and runs it: with the shared ones of _code, its cache key
-MODEL_CODE = {
-    "seq2seq": ("seq2seq",),
-    "bahdanau": ("seq2seq", "bahdanau"),
-    "transformer": (
-        "_checks",
-        "attention",
-        "multihead",
-        "positional",
-        "transformer_layers",
-        "transformer",
-        "incremental",
-    ),
-}  # incremental: generate() decodes the stored test translations with it
-
-
-def build_model(config: dict, vocab_size: int, seed: int = 0) -> nn.Module:
-    kind = config["model"]
-    if kind not in BUILDERS:
-        raise ValueError(f"unknown model kind {kind!r}: expected 'seq2seq', 'bahdanau' or 'transformer'")
-    torch.manual_seed(seed)
-    return BUILDERS[kind](config, vocab_size)
-
-
 def max_output_length(src_len: int) -> int:
     """Greedy decoding stops at <eos> or at this many tokens: Spanish runs a little longer than English."""
     return int(1.5 * src_len) + 10
@@ -197,11 +158,11 @@ def _code(kind: str) -> tuple:
     import importlib
     import sys
 
-    from . import evaluation, metrics, training
+    from . import evaluation, metrics, models, training
     from .data import batching, tatoeba, tokenize
 
     own = tuple(importlib.import_module(f"{__package__}.{name}") for name in MODEL_CODE[kind])
-    return (*own, sys.modules[__name__], training, evaluation, metrics, batching, tatoeba, tokenize)
+    return (*own, models, sys.modules[__name__], training, evaluation, metrics, batching, tatoeba, tokenize)
 
 
 def translation_experiment(
@@ -213,7 +174,7 @@ def translation_experiment(
     log: Callable | None = None,
     progress: bool = True,
     **overrides,
-) -> dict:
+) -> TranslationRun:
     """Train (or load from the cache) the configuration ``name`` of CONFIGS, then score it on the test set.
 
     The training curve (``eval_every_seconds``) and ``valid_bleu`` are on the validation set; ``bleu`` and
@@ -257,18 +218,18 @@ def translation_experiment(
         decode_seconds = time.perf_counter() - start
     bleu = corpus_bleu(hypotheses, data.test_references)
     lengths = [len(ids) for ids in data.test_ids]
-    return {
-        "name": name,
-        "model": model,
-        "history": history,
-        "loaded": loaded,
-        "bleu": bleu,
-        "valid_bleu": history.get("valid_bleu"),
-        "config": config,
-        "parameters": count_parameters(model),
-        "hypotheses": hypotheses,
-        "decode_seconds": decode_seconds,
-        "by_length": bleu_by_length(hypotheses, data.test_references, lengths, [1, 6, 9, 12, 16, 100]),
-        "data": data,
-        "device": str(dev),
-    }
+    return TranslationRun(
+        name=name,
+        model=model,
+        history=history,
+        loaded=loaded,
+        bleu=bleu,
+        valid_bleu=history.get("valid_bleu"),
+        config=config,
+        parameters=count_parameters(model),
+        hypotheses=hypotheses,
+        decode_seconds=decode_seconds,
+        by_length=bleu_by_length(hypotheses, data.test_references, lengths, [1, 6, 9, 12, 16, 100]),
+        data=data,
+        device=str(dev),
+    )
