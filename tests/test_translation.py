@@ -30,11 +30,3 @@ def test_build_model_rejects_an_unknown_kind():
 
 def test_outputs_may_run_longer_than_their_source():
     assert max_output_length(1) > 1 and max_output_length(20) >= 30
-
-
-def test_every_model_kind_has_a_builder_and_its_code():
-    # A new kind of model is added in one place each: its builder and the modules of its cache key.
-    from transformer_course.models import BUILDERS, MODEL_CODE
-
-    kinds = {config["model"] for config in CONFIGS.values()}
-    assert kinds == set(BUILDERS) == set(MODEL_CODE)

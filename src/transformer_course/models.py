@@ -1,60 +1,156 @@
-"""The translation models by kind ("seq2seq", "bahdanau", "transformer"): how a configuration of ``configs``
-becomes a model (``build_model``), and which of the package's modules hold its code (the model cache's key,
-with the modules that train it: ``translation``). A new kind of model is added here, in both tables."""
+"""The translation models by kind ("seq2seq", "bahdanau", "transformer"): each kind's configuration type, how a
+configuration of ``configs`` becomes a model (``build_model``), and which of the package's modules hold its
+code (the model cache's key, with the modules that train it: ``translation``). A new kind of model is added
+here, in the three tables."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import MISSING, dataclass, fields
 
 import torch
 from torch import nn
 
-__all__ = ["BUILDERS", "MODEL_CODE", "build_model"]
+__all__ = [
+    "BUILDERS",
+    "MODEL_CODE",
+    "SCHEMAS",
+    "BahdanauConfig",
+    "Seq2SeqConfig",
+    "TrainingConfig",
+    "TransformerConfig",
+    "build_model",
+    "config_keys",
+    "typed",
+]
 
 
-def _seq2seq(config: dict, vocab_size: int) -> nn.Module:
+# The configurations' types: one per kind of model. CONFIGS holds plain dicts (they go verbatim into run files
+# and cache keys); ``typed`` reads one into its dataclass, which says what keys a kind has, which it may leave
+# out (with their defaults) and what type each takes, and refuses anything else with a clear message.
+@dataclass(frozen=True, kw_only=True)
+class TrainingConfig:
+    model: str  # the kind: a key of BUILDERS
+    max_tokens: int  # tokens per batch, source and target counted apart (the larger of the two)
+    peak_lr: float  # the learning rate at the end of the warm-up, then decaying as 1 / sqrt(step)
+    warmup: int  # steps of linear warm-up
+    seconds: float | None = None  # a budget of training time, or
+    steps: int | None = None  # a budget of steps
+    smoothing: float = 0.1  # label smoothing
+    vocab: int = 8000  # BPE vocabulary size, shared by both languages
+
+
+@dataclass(frozen=True, kw_only=True)
+class Seq2SeqConfig(TrainingConfig):
+    d_emb: int
+    d_hidden: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class BahdanauConfig(TrainingConfig):
+    d_emb: int
+    d_hidden: int
+    d_att: int
+    d_readout: int | None = None  # None: no readout layer, the output layer reads the state directly
+    tie: bool = False  # the output layer shares the target embedding's matrix
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransformerConfig(TrainingConfig):
+    d_model: int
+    n_heads: int
+    n_encoder_layers: int
+    n_decoder_layers: int
+    d_ff: int
+    dropout: float
+    norm_first: bool
+    tie_embeddings: bool
+
+
+SCHEMAS: dict[str, type[TrainingConfig]] = {
+    "seq2seq": Seq2SeqConfig,
+    "bahdanau": BahdanauConfig,
+    "transformer": TransformerConfig,
+}
+
+
+def config_keys(kind: str) -> list[str]:
+    """Every key a configuration of this kind may have."""
+    return [f.name for f in fields(SCHEMAS[kind])]
+
+
+def _is(value: object, annotation: str) -> bool:
+    for option in annotation.split(" | "):
+        if option == "None" and value is None:
+            return True
+        if option == "bool" and isinstance(value, bool):
+            return True
+        if option == "int" and isinstance(value, int) and not isinstance(value, bool):
+            return True
+        if option == "float" and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return True
+        if option == "str" and isinstance(value, str):
+            return True
+    return False
+
+
+def typed(config: dict) -> TrainingConfig:
+    """``config`` as its kind's dataclass; a ValueError that names the key for an unknown, missing or ill-typed one."""
+    kind = config.get("model")
+    if kind not in SCHEMAS:
+        raise ValueError(f"unknown model kind {kind!r}: expected 'seq2seq', 'bahdanau' or 'transformer'")
+    schema = {f.name: f for f in fields(SCHEMAS[kind])}
+    unknown = sorted(set(config) - set(schema))
+    if unknown:
+        raise ValueError(f"not keys of the {kind} configurations: {', '.join(unknown)} (its keys: {', '.join(schema)})")
+    for key, value in config.items():
+        if not _is(value, str(schema[key].type)):
+            raise ValueError(f"{key} of a {kind} configuration must be {schema[key].type}, got {value!r}")
+    missing = [k for k, f in schema.items() if k not in config and f.default is MISSING]
+    if missing:
+        raise ValueError(f"a {kind} configuration needs {', '.join(missing)}")
+    return SCHEMAS[kind](**config)
+
+
+def _seq2seq(cfg: Seq2SeqConfig, vocab_size: int) -> nn.Module:
     from .seq2seq import Seq2Seq
 
-    return Seq2Seq(vocab_size, vocab_size, config["d_emb"], config["d_hidden"])
+    return Seq2Seq(vocab_size, vocab_size, cfg.d_emb, cfg.d_hidden)
 
 
-def _bahdanau(config: dict, vocab_size: int) -> nn.Module:
+def _bahdanau(cfg: BahdanauConfig, vocab_size: int) -> nn.Module:
     from .bahdanau import AttentionSeq2Seq
 
     return AttentionSeq2Seq(
-        vocab_size,
-        vocab_size,
-        config["d_emb"],
-        config["d_hidden"],
-        config["d_att"],
-        d_readout=config.get("d_readout"),
-        tie=config.get("tie", False),
+        vocab_size, vocab_size, cfg.d_emb, cfg.d_hidden, cfg.d_att, d_readout=cfg.d_readout, tie=cfg.tie
     )
 
 
-def _transformer(config: dict, vocab_size: int) -> nn.Module:
+def _transformer(cfg: TransformerConfig, vocab_size: int) -> nn.Module:
     from .transformer import Transformer
 
-    keys = (
-        "d_model",
-        "n_heads",
-        "n_encoder_layers",
-        "n_decoder_layers",
-        "d_ff",
-        "dropout",
-        "norm_first",
-        "tie_embeddings",
+    return Transformer(
+        vocab_size,
+        vocab_size,
+        d_model=cfg.d_model,
+        n_heads=cfg.n_heads,
+        n_encoder_layers=cfg.n_encoder_layers,
+        n_decoder_layers=cfg.n_decoder_layers,
+        d_ff=cfg.d_ff,
+        dropout=cfg.dropout,
+        norm_first=cfg.norm_first,
+        tie_embeddings=cfg.tie_embeddings,
     )
-    return Transformer(vocab_size, vocab_size, **{k: config[k] for k in keys if k in config})
 
 
-# A configuration's "model" -> the function that builds it (the chapters' modules are imported when used).
-BUILDERS: dict[str, Callable[[dict, int], nn.Module]] = {
+# A kind -> the function that builds it from its typed configuration (the chapters' modules are imported when used).
+BUILDERS: dict[str, Callable[[TrainingConfig, int], nn.Module]] = {
     "seq2seq": _seq2seq,
     "bahdanau": _bahdanau,
     "transformer": _transformer,
 }
-# ... and the modules whose source builds and runs it: with the shared ones of _code, its cache key
+# ... and the modules whose source builds and runs it: with the shared ones of translation._code, its cache key
+# (incremental: generate() decodes the test translations stored with a model).
 MODEL_CODE = {
     "seq2seq": ("seq2seq",),
     "bahdanau": ("seq2seq", "bahdanau"),
@@ -63,16 +159,16 @@ MODEL_CODE = {
         "attention",
         "multihead",
         "positional",
+        "packed_attention",
         "transformer_layers",
         "transformer",
         "incremental",
     ),
-}  # incremental: generate() decodes the stored test translations with it
+}
 
 
 def build_model(config: dict, vocab_size: int, seed: int = 0) -> nn.Module:
-    kind = config["model"]
-    if kind not in BUILDERS:
-        raise ValueError(f"unknown model kind {kind!r}: expected 'seq2seq', 'bahdanau' or 'transformer'")
+    """A fresh model of the configuration ``config`` (a dict of ``configs``), its weights drawn from ``seed``."""
+    cfg = typed(config)
     torch.manual_seed(seed)
-    return BUILDERS[kind](config, vocab_size)
+    return BUILDERS[cfg.model](cfg, vocab_size)

@@ -108,25 +108,22 @@ def _override(text: str) -> tuple[str, object]:
 def configuration(args: argparse.Namespace) -> dict:
     """The configuration a command line asks for: the named one, with its overrides."""
     from .configs import CONFIGS
+    from .models import config_keys, typed
 
     config = {**CONFIGS[args.config]}
     for key, value in (("peak_lr", args.peak_lr), ("warmup", args.warmup), ("max_tokens", args.max_tokens)):
         if value is not None:
             config[key] = value
     for key, value in args.set:
-        if key not in config and key not in OPTIONAL_KEYS.get(config["model"], ()):
-            known = sorted(set(config) | set(OPTIONAL_KEYS.get(config["model"], ())))
+        known = config_keys(config["model"])
+        if key not in known:
             raise SystemExit(f"--set {key}: not a key of the {config['model']} configurations ({', '.join(known)})")
         config[key] = value
+    try:
+        typed(config)  # every value of the type its key takes
+    except ValueError as exc:
+        raise SystemExit(f"--set: {exc}") from None
     return config
-
-
-# Keys a configuration may leave out (their defaults apply) and a command line may still set.
-OPTIONAL_KEYS = {
-    "transformer": ("smoothing", "vocab"),
-    "bahdanau": ("smoothing", "vocab", "tie", "d_readout"),
-    "seq2seq": ("smoothing", "vocab"),
-}
 
 
 def _copy_task(max_tokens: int, seed: int):
