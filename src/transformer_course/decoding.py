@@ -34,6 +34,7 @@ __all__ = [
     "decoder_step",
     "greedy_decode",
     "length_penalty",
+    "normalised_score",
     "start_decoding",
 ]
 
@@ -41,6 +42,17 @@ __all__ = [
 def length_penalty(length: int | Tensor, alpha: float) -> float | Tensor:
     """GNMT's lp(n) = ((5 + n) / 6) ** alpha: a hypothesis's score is its log-probability divided by lp(n)."""
     return ((5 + length) / 6) ** alpha
+
+
+def normalised_score(log_prob: float | Tensor, length: int | Tensor, alpha: float) -> float | Tensor:
+    """GNMT's score of finished hypotheses: log P / lp(n), lp(n) = ((5 + n) / 6) ** alpha (exercise 9.1).
+
+    log_prob (N,) float, the hypotheses' log-probabilities, and length (N,) int64, their lengths n with <eos>;
+    or one hypothesis's, as numbers (beam search scores its finished hypotheses one by one).
+    """
+    if isinstance(length, Tensor):
+        length = length.to(log_prob.dtype)
+    return log_prob / length_penalty(length, alpha)
 
 
 @dataclass
@@ -97,10 +109,10 @@ def _beam_search(model, src, src_mask, k: int, max_len: int, alpha: float, eos_i
         ends = (torch.isfinite(top[:, :k]) & (is_eos[:, :k] | last)).nonzero().tolist()
         if ends:  # finished: among the best K candidates
             rows = prefix[:, 1:].tolist()
-            lp = length_penalty(step, alpha)
             for i, j in ends:
                 tail = [] if token[i, j].item() == eos_id else [token[i, j].item()]
-                finished[live[i]].append((top[i, j].item() / lp, rows[i * k + beam[i, j].item()] + tail))
+                score = normalised_score(top[i, j].item(), step, alpha)  # step tokens, the last one included
+                finished[live[i]].append((score, rows[i * k + beam[i, j].item()] + tail))
         if last:
             break
         # Live: the best K candidates that do not end in <eos>, in order (a stable sort puts them first).

@@ -21,14 +21,6 @@ EOS = 2
 # 9.1 the length-normalised score ---------------------------------------------------------------------------
 
 
-def normalised_score(log_prob: torch.Tensor, length: torch.Tensor, alpha: float) -> torch.Tensor:
-    """GNMT's score of finished hypotheses: log P / lp(n), lp(n) = ((5 + n) / 6) ** alpha.
-
-    log_prob (N,) float, the hypotheses' log-probabilities; length (N,) int64, their lengths n, <eos> included.
-    """
-    return log_prob / ref.length_penalty(length.to(log_prob.dtype), alpha)
-
-
 def _score_cases(g: torch.Generator) -> list[Case]:
     def case(label, n, alpha, longest):
         log_prob = -randn(g, n).abs() * 4 - 0.1  # log-probabilities: negative
@@ -279,7 +271,7 @@ register(
         points=2,
         name="normalised_score",
         kind="function",
-        reference=normalised_score,
+        reference=ref.normalised_score,  # the score decoding.beam_search gives its finished hypotheses
         make_cases=_score_cases,
         mistakes=(
             Mistake("the length penalty is applied twice (log P / lp(n)^2): divide by lp(n) once.", _score_twice),
