@@ -52,6 +52,14 @@ def test_noam_schedule_rises_peaks_and_decays_as_in_the_paper():
         training.noam_lr(0, d, warmup)
 
 
+def test_the_trainers_schedule_is_chapter_8s_named_by_its_peak():
+    # fit uses inverse_sqrt_lr; chapter 8 grades noam_lr: one curve, parameterised two ways
+    for peak, warmup in ((2e-3, 150), (1.5e-3, 400), (8e-3, 70)):
+        factor = peak * warmup**0.5  # noam's peak is factor / sqrt(d_model * warmup); d_model = 1 here
+        for step in (1, 2, warmup // 2, warmup, warmup + 1, 3 * warmup, 20_000):
+            assert math.isclose(training.inverse_sqrt_lr(step, peak, warmup), training.noam_lr(step, 1, warmup, factor))
+
+
 def test_token_batches_respect_the_budget_and_keep_every_pair():
     vocab = digit_vocab()
     pairs = make_digit_pairs(500, 2, 20, seed=0)
