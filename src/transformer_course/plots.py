@@ -6,6 +6,7 @@ from typing import Sequence
 
 import matplotlib.pyplot as plt
 import torch
+from matplotlib.patches import Patch
 
 
 def attention_heatmap(
@@ -56,18 +57,28 @@ def attention_heatmap(
     return ax
 
 
-def mask_image(mask: torch.Tensor, ax: plt.Axes | None = None, title: str | None = None) -> plt.Axes:
-    """Draw a boolean (T_q, T_k) mask: filled where attending is allowed."""
+def mask_image(
+    mask: torch.Tensor, ax: plt.Axes | None = None, title: str | None = None, legend: bool = True
+) -> plt.Axes:
+    """Draw a boolean (T_q, T_k) mask: filled where attending is allowed, with a legend that says so (below the
+    axes; ``legend=False`` leaves it out, for all but one panel of a row of masks)."""
     m = torch.as_tensor(mask).detach().cpu()
     if m.dim() != 2 or m.dtype != torch.bool:
         raise ValueError(f"mask_image draws one boolean (T_q, T_k) mask, got {m.dtype} of shape {tuple(m.shape)}")
     if ax is None:
-        _, ax = plt.subplots(figsize=(3, 3))
-    ax.imshow(m.numpy(), cmap="Blues", vmin=0, vmax=1)
+        _, ax = plt.subplots(figsize=(3, 3.4))
+    cmap = plt.get_cmap("Blues")
+    ax.imshow(m.numpy(), cmap=cmap, vmin=0, vmax=1)
     ax.set_xticks(range(m.shape[1]))
     ax.set_yticks(range(m.shape[0]))
-    ax.set_xlabel("key")
-    ax.set_ylabel("query")
+    ax.set_xlabel("key position")
+    ax.set_ylabel("query position")
     if title:
         ax.set_title(title)
+    if legend:
+        patches = [
+            Patch(facecolor=cmap(1.0), edgecolor="grey", label="may attend (True)"),
+            Patch(facecolor=cmap(0.0), edgecolor="grey", label="hidden (False)"),
+        ]
+        ax.legend(handles=patches, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, fontsize=8, frameon=False)
     return ax
