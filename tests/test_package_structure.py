@@ -33,7 +33,7 @@ MAX_LINES = 300
 
 def exercise_tables() -> set[str]:
     """grading/chNN.py: declarative exercise tables (cases, mistakes, hints), long because each exercise is."""
-    return {name for name in modules() if name.startswith("grading.ch") and name[len("grading.ch") :].isdigit()}
+    return {name for name in modules() if name.startswith("grading.") and chapter_of(name) is not None}
 
 
 def module_name(path: Path) -> str:

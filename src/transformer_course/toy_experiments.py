@@ -30,7 +30,7 @@ from .metrics import char_accuracy, exact_match
 from .model_cache import cached_training
 from .seq2seq import Seq2Seq
 
-__all__ = ["CopyRun", "DateRun", "copy_experiment", "date_experiment", "sequence_loss", "train_toy"]
+__all__ = ["CopyRun", "DateRun", "copy_experiment", "date_experiment", "pair_batches", "sequence_loss", "train_toy"]
 
 
 @dataclass
@@ -133,19 +133,25 @@ def _build(attention: bool, src_vocab: int, tgt_vocab: int, cfg: dict) -> nn.Mod
     return Seq2Seq(src_vocab, tgt_vocab, cfg["d_emb"], cfg["d_hidden"])
 
 
-def date_experiment(attention: bool, log: Callable | None = None, **overrides) -> DateRun:
-    """Train (or load) a date normaliser; returns the model, its training record, its accuracy and the data."""
-    cfg = {**DATE_EXPERIMENT, **overrides, "attention": attention}
-    train_pairs, test_pairs = date_splits(cfg["n_train"], cfg["n_test"], seed=cfg["seed"])
-    src_vocab, tgt_vocab = date_vocabs()
-    batches = make_batches(
-        [src_vocab.encode(a) for a, _ in train_pairs],
-        [tgt_vocab.encode(b) for _, b in train_pairs],
+def pair_batches(pairs: list[tuple[str, str]], src_vocab: CharVocab, tgt_vocab: CharVocab, cfg: dict) -> list:
+    """Training batches of (source, target) string pairs, each side encoded with its vocabulary: ``cfg["batch_size"]``
+    pairs of similar length per batch, shuffled with ``cfg["seed"]``."""
+    return make_batches(
+        [src_vocab.encode(a) for a, _ in pairs],
+        [tgt_vocab.encode(b) for _, b in pairs],
         cfg["batch_size"],
         src_vocab.pad_id,
         tgt_vocab.eos_id,
         seed=cfg["seed"],
     )
+
+
+def date_experiment(attention: bool, log: Callable | None = None, **overrides) -> DateRun:
+    """Train (or load) a date normaliser; returns the model, its training record, its accuracy and the data."""
+    cfg = {**DATE_EXPERIMENT, **overrides, "attention": attention}
+    train_pairs, test_pairs = date_splits(cfg["n_train"], cfg["n_test"], seed=cfg["seed"])
+    src_vocab, tgt_vocab = date_vocabs()
+    batches = pair_batches(train_pairs, src_vocab, tgt_vocab, cfg)
     test_src = [src_vocab.encode(a) for a, _ in test_pairs]
     targets = [b for _, b in test_pairs]
 
@@ -183,14 +189,7 @@ def copy_experiment(attention: bool, **overrides) -> CopyRun:
     vocab = digit_vocab()
     train_pairs = make_digit_pairs(cfg["n_train"], cfg["min_len"], cfg["max_len"], seed=cfg["seed"])
     test_pairs = make_digit_pairs(cfg["n_test"], cfg["min_len"], cfg["max_len"], seed=cfg["seed"] + 1000)
-    batches = make_batches(
-        [vocab.encode(a) for a, _ in train_pairs],
-        [vocab.encode(b) for _, b in train_pairs],
-        cfg["batch_size"],
-        vocab.pad_id,
-        vocab.eos_id,
-        seed=cfg["seed"],
-    )
+    batches = pair_batches(train_pairs, vocab, vocab, cfg)
 
     def fit(model: nn.Module) -> dict:
         return train_toy(model, batches, cfg["steps"], lr=cfg["lr"], seed=cfg["seed"])

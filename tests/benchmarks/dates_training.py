@@ -15,25 +15,18 @@ import time
 import torch
 
 from transformer_course.configs import DATE_EXPERIMENT
-from transformer_course.data import date_splits, make_batches
+from transformer_course.data import date_splits
 from transformer_course.data.dates import date_vocabs
 from transformer_course.evaluation import count_parameters, translate
 from transformer_course.metrics import exact_match
-from transformer_course.toy_experiments import _build, sequence_loss
+from transformer_course.toy_experiments import _build, pair_batches, sequence_loss
 
 
 def run(attention: bool, steps: int) -> None:
     cfg = {**DATE_EXPERIMENT}
     train_pairs, test_pairs = date_splits(cfg["n_train"], cfg["n_test"], seed=cfg["seed"])
     src_vocab, tgt_vocab = date_vocabs()
-    batches = make_batches(
-        [src_vocab.encode(a) for a, _ in train_pairs],
-        [tgt_vocab.encode(b) for _, b in train_pairs],
-        cfg["batch_size"],
-        0,
-        2,
-        seed=cfg["seed"],
-    )
+    batches = pair_batches(train_pairs, src_vocab, tgt_vocab, cfg)  # the experiment's own batches
     test_src, targets = [src_vocab.encode(a) for a, _ in test_pairs], [b for _, b in test_pairs]
     model = _build(attention, len(src_vocab), len(tgt_vocab), cfg)
     opt = torch.optim.Adam(model.parameters(), lr=cfg["lr"])
