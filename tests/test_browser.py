@@ -208,6 +208,28 @@ def test_figures_have_alt_text(site):
     assert not problems, problems
 
 
+@pytest.mark.parametrize("page_name, at_least", [("05_self_attention", 3), ("08_transformer", 5)])
+def test_the_diagrams_show_at_their_natural_size(site, browser, page_name, at_least):
+    # The code-drawn diagrams are SVG images: each must load, say what it shows, and fit the column unshrunk.
+    html, base = site
+    page = browser.new_page()
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(base + f"solutions/{page_name}.html", wait_until="load")
+    diagrams = page.evaluate("""() => [...document.querySelectorAll('article img[src$=".svg"]')].map(img => {
+        img.scrollIntoView();
+        return {loaded: img.complete && img.naturalWidth > 0, natural: img.naturalWidth,
+                shown: img.getBoundingClientRect().width, alt: img.getAttribute('alt')};
+    })""")
+    page.locator('article img[src$=".svg"]').first.scroll_into_view_if_needed()
+    shots = Path(os.environ.get("BROWSER_SCREENSHOTS", tempfile.gettempdir()))
+    page.screenshot(path=str(shots / f"diagram-{page_name}.png"))
+    page.close()
+    assert len(diagrams) >= at_least, diagrams
+    for d in diagrams:
+        assert d["loaded"] and d["shown"] >= 0.95 * d["natural"], d
+        assert alt_text_problem(d["alt"]) is None, d
+
+
 def test_reading_width_at_1280_px(site, browser):
     html, base = site
     page = browser.new_page()

@@ -104,6 +104,39 @@ def test_batched_beam_search_equals_one_sentence_at_a_time(k):
         assert [h for _, h in alone.finished[0]] == [h for _, h in batched.finished[b]]
 
 
+@pytest.mark.parametrize("k", [1, 3])
+def test_beam_search_takes_exercise_9_2s_step(k):
+    # The search of one sentence, redone with beam_step (exercise 9.2's reference) over the whole prefix at
+    # every step, finishes the same hypotheses with the same scores as the batched, cached beam_search.
+    model = _model(False, seed=3)
+    with torch.no_grad():
+        model.out.bias[EOS] += 2.0  # <eos> within reach, so that hypotheses finish before the length limit
+    src, mask = _batch(3)
+    src, mask = src[:1], mask[:1]
+    memory = model.encode(src, mask)
+    prefixes, scores, finished = ((),), torch.zeros(1, dtype=torch.float64), []
+    for step in range(1, 11):
+        tgt = torch.tensor([(model.bos_id, *p) for p in prefixes])
+        logits = model.decode(memory.expand(len(prefixes), -1, -1), mask.expand(len(prefixes), -1), tgt)[:, -1]
+        (prefixes, scores), (done, done_scores) = D.beam_step(
+            prefixes, scores, torch.log_softmax(logits.float(), dim=-1).double(), k, EOS
+        )
+        finished += [(D.normalised_score(s, step, 0.6), list(p[:-1])) for p, s in zip(done, done_scores.tolist())]
+        if len(finished) >= k:
+            break
+    assert len(finished) >= k  # every hypothesis compared finished with <eos>, not at the limit
+    result = D.beam_search(model, src, mask, beam_size=k, max_len=10)
+    assert sorted(h for _, h in finished) == sorted(h for _, h in result.finished[0])
+    best = max(finished)
+    assert best[1] == result.tokens[0] and best[0] == pytest.approx(result.scores[0], abs=1e-5)
+
+
+def test_beam_step_refuses_more_hypotheses_than_the_beam():
+    logp = torch.log_softmax(torch.randn(3, 5, dtype=torch.float64), dim=-1)
+    with pytest.raises(ValueError, match="need 1 to beam_size = 2 hypotheses"):
+        D.beam_step(((3,), (4,), (5,)), torch.zeros(3, dtype=torch.float64), logp, 2, EOS)
+
+
 def test_done_sentences_leave_the_batch(monkeypatch):
     model = _model(True, seed=5)
     with torch.no_grad():

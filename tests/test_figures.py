@@ -1,6 +1,6 @@
 """Every figure in the book has real alt text: a description of what it shows, written in the notebook.
 
-A figure is a code cell's image output. Its alt text is the cell's metadata
+A figure is a code cell's image output (a plot's PNG, or a diagram's SVG). Its alt text is the cell's metadata
 ``{"mystnb": {"image": {"alt": "..."}}}``, which myst-nb puts on the <img> of the built page (without it the
 alt text is the image's file name). tests/test_browser.py checks the built pages themselves.
 
@@ -26,7 +26,8 @@ def _notebook(chapter: str):
 
 def figure_cells(nb: dict):
     for cell in nb["cells"]:
-        if cell["cell_type"] == "code" and any("image/png" in o.get("data", {}) for o in cell.get("outputs", [])):
+        images = [o for o in cell.get("outputs", []) if {"image/png", "image/svg+xml"} & set(o.get("data", {}))]
+        if cell["cell_type"] == "code" and images:  # plots (PNG) and the code-drawn diagrams (SVG)
             yield cell
 
 

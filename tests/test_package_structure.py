@@ -14,9 +14,12 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "transformer_course"
 CHAPTERS = {
     "rnn": 1,
     "lstm": 2,
+    "gru": 2,
     "seq2seq": 3,
+    "bleu": 3,
     "bahdanau": 4,
     "attention": 5,
+    "complexity": 5,
     "multihead": 6,
     "positional": 7,
     "packed_attention": 8,
@@ -26,8 +29,9 @@ CHAPTERS = {
     "incremental": 8,
     "decoding": 9,
 }
-# Shared modules a grading table may use besides its chapter's own (the training losses and schedules).
-SHARED = {"training"}
+# Shared modules a grading table may use besides its chapter's own (the training losses and schedules, and
+# the test sentences that exercise 3.5 scores).
+SHARED = {"training", "data.tatoeba"}
 MAX_LINES = 300
 
 

@@ -31,10 +31,13 @@ __all__ = [
     "DecoderCache",
     "attend_with_cache",
     "beam_search",
+    "beam_step",
     "decoder_step",
     "greedy_decode",
     "length_penalty",
     "normalised_score",
+    "rank_candidates",
+    "split_candidates",
     "start_decoding",
 ]
 
@@ -53,6 +56,63 @@ def normalised_score(log_prob: float | Tensor, length: int | Tensor, alpha: floa
     if isinstance(length, Tensor):
         length = length.to(log_prob.dtype)
     return log_prob / length_penalty(length, alpha)
+
+
+def rank_candidates(scores: Tensor, logp: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """Every continuation of every live hypothesis of n sentences competes; the best 2K of each sentence's K V.
+
+    scores (n, K): the live hypotheses' log-probabilities (-inf for an empty beam); logp (n, K, V): each one's
+    next-token log-probabilities. -> top (n, 2K) the candidates' scores, best first; beam (n, 2K) the hypothesis
+    each extends (the back-pointer); token (n, 2K) the token it adds. 2K: at most K of them end in <eos>, one per
+    beam, so K others always remain to live on.
+    """
+    n, k, vocab = logp.shape
+    candidates = (scores[:, :, None] + logp).reshape(n, k * vocab)  # entry b V + v: hypothesis b, then token v
+    top, index = candidates.topk(min(2 * k, k * vocab), dim=1)
+    return top, index // vocab, index % vocab
+
+
+def split_candidates(top: Tensor, token: Tensor, k: int, eos_id: int, last: bool = False) -> tuple[list, Tensor]:
+    """Which ranked candidates finish and which live on: those among the best K that end in <eos> finish (at the
+    length limit, ``last``, all of the best K do), and the best K that do not end in <eos> stay live.
+
+    top, token: (n, 2K) from rank_candidates -> (finished: [(sentence, rank), ...], live ranks (n, K), in order).
+    """
+    is_eos = token == eos_id
+    ends = (torch.isfinite(top[:, :k]) & (is_eos[:, :k] | last)).nonzero().tolist()
+    order = torch.sort(is_eos.to(torch.int8), dim=1, stable=True).indices[:, :k]  # a stable sort: non-<eos> first
+    return ends, order
+
+
+def beam_step(prefixes, scores: Tensor, logp: Tensor, beam_size: int, eos_id: int):
+    """One step of beam search for one sentence (the reference of exercise 9.2): the step ``beam_search`` takes
+    for every sentence at once, through the same rank_candidates and split_candidates.
+
+    prefixes: n <= beam_size live hypotheses, each a tuple of token ids; scores (n,) their log-probabilities;
+    logp (n, V): each one's next-token log-probabilities. Returns ((live prefixes, their scores (K,)),
+    (finished prefixes, <eos> included, their scores (F,))), each best first; scores are accumulated
+    log-probabilities, not normalised.
+    """
+    n, vocab = logp.shape
+    if not 1 <= n <= beam_size or len(prefixes) != n or scores.shape != (n,):
+        raise ValueError(
+            f"need 1 to beam_size = {beam_size} hypotheses, with one score and one row of logp each; "
+            f"got {len(prefixes)} prefixes, scores {tuple(scores.shape)} and logp {tuple(logp.shape)}"
+        )
+    padded = scores.new_full((1, beam_size), -math.inf)  # the empty beams of a sentence that has fewer than K
+    padded[0, :n] = scores
+    rows = logp.new_zeros(1, beam_size, vocab)
+    rows[0, :n] = logp
+    top, beam, token = rank_candidates(padded, rows)
+    ends, order = split_candidates(top, token, beam_size, eos_id)
+    live = [r for r in order[0].tolist() if math.isfinite(top[0, r].item())]
+    done = [r for _, r in ends]
+
+    def hypothesis(r: int) -> tuple:
+        return tuple(prefixes[beam[0, r].item()]) + (token[0, r].item(),)
+
+    pick = lambda ranks: top[0, torch.tensor(ranks, dtype=torch.long)]  # noqa: E731
+    return (tuple(map(hypothesis, live)), pick(live)), (tuple(map(hypothesis, done)), pick(done))
 
 
 @dataclass
@@ -99,14 +159,9 @@ def _beam_search(model, src, src_mask, k: int, max_len: int, alpha: float, eos_i
     for step in range(1, max_len + 1):
         n = len(live)
         logp = F.log_softmax(decoder_step(model, cache, prefix[:, -1]).float(), dim=-1)  # (n K, V)
-        vocab = logp.shape[1]
-        candidates = (scores[:, :, None] + logp.view(n, k, vocab)).view(n, k * vocab)  # (n, K V)
-        # 2K candidates: at most K of them end in <eos> (one per beam), so K live ones always remain.
-        top, index = candidates.topk(min(2 * k, k * vocab), dim=1)  # (n, 2K), best first
-        beam, token = index // vocab, index % vocab  # back-pointers and new tokens
-        is_eos = token == eos_id
+        top, beam, token = rank_candidates(scores, logp.view(n, k, -1))  # (n, 2K) each, best first
         last = step == max_len  # out of room: the best K candidates end here, <eos> or not (as greedy's would)
-        ends = (torch.isfinite(top[:, :k]) & (is_eos[:, :k] | last)).nonzero().tolist()
+        ends, order = split_candidates(top, token, k, eos_id, last)  # order (n, K): the live candidates' ranks
         if ends:  # finished: among the best K candidates
             rows = prefix[:, 1:].tolist()
             for i, j in ends:
@@ -115,8 +170,6 @@ def _beam_search(model, src, src_mask, k: int, max_len: int, alpha: float, eos_i
                 finished[live[i]].append((score, rows[i * k + beam[i, j].item()] + tail))
         if last:
             break
-        # Live: the best K candidates that do not end in <eos>, in order (a stable sort puts them first).
-        order = torch.sort(is_eos.to(torch.int8), dim=1, stable=True).indices[:, :k]  # (n, K)
         keep = [i for i in range(n) if len(finished[live[i]]) < k]  # a sentence with K finished ones is done
         if not keep:
             break

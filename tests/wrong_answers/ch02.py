@@ -70,6 +70,12 @@ def _stack(
     )
 
 
+_GRU = """def gru_cell(x_t, h, w_ih, w_hh, b_ih, b_hh):
+    x_r, x_z, x_n = (x_t @ w_ih.T + b_ih).chunk(3, dim=-1)
+    h_r, h_z, h_n = (h @ w_hh.T + b_hh).chunk(3, dim=-1)
+    r, z = torch.sigmoid(x_r + h_r), torch.sigmoid(x_z + h_z)
+"""
+
 WRONG_ROUNDS = [
     {
         # forget gate and input gate swapped (blocks taken as f, i, g, o)
@@ -83,6 +89,7 @@ WRONG_ROUNDS = [
         "2.3": _layer(carry_c=False),
         # every layer reads x instead of the layer below
         "2.4": _stack(layer_input="x"),
+        "2.5": _GRU + "    return z * torch.tanh(x_n + r * h_n) + (1 - z) * h\n",  # interpolation reversed
     },
     {
         # tanh where sigmoid belongs
@@ -93,6 +100,7 @@ WRONG_ROUNDS = [
         "2.3": _layer(carry_h=False),
         # every layer starts from layer 0's initial state
         "2.4": _stack(layer_state="(state[0][0], state[1][0])"),
+        "2.5": _GRU + "    return (1 - z) * torch.tanh(x_n + h_n) + z * h\n",  # no reset gate
     },
     {
         # the blocks read in the order i, f, o, g
@@ -106,5 +114,16 @@ WRONG_ROUNDS = [
         "2.3": _layer(emit="c"),
         # h_n and c_n swapped
         "2.4": _stack(result="(torch.stack(cs), torch.stack(hs))"),
+        # the reset gate applied to h before the product, as in Cho et al.'s paper (not PyTorch's form)
+        "2.5": (
+            "def gru_cell(x_t, h, w_ih, w_hh, b_ih, b_hh):\n"
+            "    x_r, x_z, x_n = (x_t @ w_ih.T + b_ih).chunk(3, dim=-1)\n"
+            "    w_hr, w_hz, w_hn = w_hh.chunk(3, dim=0)\n"
+            "    b_hr, b_hz, b_hn = b_hh.chunk(3)\n"
+            "    r = torch.sigmoid(x_r + h @ w_hr.T + b_hr)\n"
+            "    z = torch.sigmoid(x_z + h @ w_hz.T + b_hz)\n"
+            "    n = torch.tanh(x_n + (r * h) @ w_hn.T + b_hn)\n"
+            "    return (1 - z) * n + z * h\n"
+        ),
     },
 ]

@@ -19,6 +19,18 @@ _STEP = """class DecoderStep(nn.Module):
     def forward(self, y_prev, h):
 """
 
+_BLEU = """def bleu(hypotheses, references):
+    matches, totals, c, r = [0] * 4, [0] * 4, 0, 0
+    for hyp, refs in zip(hypotheses, references):
+        c += len(hyp)
+        r += min((len(x) for x in refs), key=lambda n: (abs(n - len(hyp)), n))
+        for n in range(1, 5):
+            counts = ngrams(hyp, n)
+            most = Counter()
+            for x in refs:
+                most |= ngrams(x, n)
+"""
+
 WRONG_ROUNDS = [
     {
         "3.1": _ENCODER
@@ -42,6 +54,12 @@ WRONG_ROUNDS = [
             "        out.append(logits)\n"
             "    return torch.stack(out, dim=1)\n"
         ),
+        "3.5": _BLEU  # no clipping: a repeated word is credited every time
+        + "            matches[n - 1] += sum(k for g, k in counts.items() if g in most)\n"
+        + "            totals[n - 1] += sum(counts.values())\n"
+        + "    if min(matches) == 0:\n        return 0.0\n"
+        + "    p = sum(math.log(m / t) for m, t in zip(matches, totals)) / 4\n"
+        + "    return 100 * math.exp(p) * (math.exp(1 - r / c) if c < r else 1.0)\n",
     },
     {
         "3.3": (  # feeds back its own predictions instead of the true tokens
@@ -64,5 +82,31 @@ WRONG_ROUNDS = [
             "        out.append(logits)\n"
             "    return torch.stack(out, dim=1)\n"
         ),
+        "3.5": _BLEU  # the arithmetic mean of the four precisions
+        + "            matches[n - 1] += sum(min(k, most[g]) for g, k in counts.items())\n"
+        + "            totals[n - 1] += sum(counts.values())\n"
+        + "    p = sum(m / t for m, t in zip(matches, totals)) / 4\n"
+        + "    return 100 * p * (math.exp(1 - r / c) if c < r else 1.0)\n",
+    },
+    {
+        "3.5": _BLEU  # the mean of sentence-level scores instead of one corpus score
+        + "            matches[n - 1] += sum(min(k, most[g]) for g, k in counts.items())\n"
+        + "            totals[n - 1] += sum(counts.values())\n"
+        + "    scores = []\n"
+        + "    for hyp, refs in zip(hypotheses, references):\n"
+        + "        m, t = [0] * 4, [0] * 4\n"
+        + "        for n in range(1, 5):\n"
+        + "            counts, most = ngrams(hyp, n), Counter()\n"
+        + "            for x in refs:\n"
+        + "                most |= ngrams(x, n)\n"
+        + "            m[n - 1] = sum(min(k, most[g]) for g, k in counts.items())\n"
+        + "            t[n - 1] = sum(counts.values())\n"
+        + "        rr = min((len(x) for x in refs), key=lambda n: (abs(n - len(hyp)), n))\n"
+        + "        if min(m) == 0:\n"
+        + "            scores.append(0.0)\n"
+        + "            continue\n"
+        + "        bp = math.exp(1 - rr / len(hyp)) if len(hyp) < rr else 1.0\n"
+        + "        scores.append(100 * bp * math.exp(sum(math.log(a / b) for a, b in zip(m, t)) / 4))\n"
+        + "    return sum(scores) / len(scores)\n",
     },
 ]

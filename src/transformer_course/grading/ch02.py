@@ -1,4 +1,5 @@
-"""Chapter 2 exercises: the LSTM's gates, one step of the LSTM cell, an LSTM layer over a sequence, a stacked LSTM."""
+"""Chapter 2 exercises: the LSTM's gates, one step of the LSTM cell, an LSTM layer over a sequence, a stacked LSTM,
+and one step of the GRU cell."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import math
 
 import torch
 
+from .. import gru as gru_ref
 from .. import lstm as ref
 from .registry import Case, Exercise, Mistake, randn, register
 
@@ -13,6 +15,7 @@ NOTEBOOK = "02_lstm.ipynb"
 
 # The exercises build these; PyTorch's own LSTM would skip the point.
 BUILTIN_LSTM = ("LSTM", "LSTMCell", "lstm", "lstm_cell", "_VF")
+BUILTIN_GRU = ("GRU", "GRUCell", "gru", "gru_cell", "_VF")
 
 
 def _weights(g: torch.Generator, d: int, h: int) -> tuple[torch.Tensor, ...]:
@@ -253,6 +256,55 @@ class _StackHCSwapped(ref.LSTM):
         return output, (c, h)
 
 
+# 2.5 one step of the GRU ----------------------------------------------------------------------------------
+
+
+def _gru_weights(g: torch.Generator, d: int, h: int) -> tuple[torch.Tensor, ...]:
+    s = 1.5 / math.sqrt(h)
+    return randn(g, 3 * h, d, scale=s), randn(g, 3 * h, h, scale=s), randn(g, 3 * h, scale=s), randn(g, 3 * h, scale=s)
+
+
+def _gru_cases(g: torch.Generator) -> list[Case]:
+    return [
+        Case("B = 1, D = H = 2", (randn(g, 1, 2), randn(g, 1, 2).tanh(), *_gru_weights(g, 2, 2))),
+        Case("B = 3, D = 4, H = 3", (randn(g, 3, 4), randn(g, 3, 3).tanh(), *_gru_weights(g, 4, 3))),
+        Case(
+            "B = 2, D = 5, H = 4, large inputs",
+            (randn(g, 2, 5, scale=3.0), randn(g, 2, 4).tanh(), *_gru_weights(g, 5, 4)),
+        ),
+    ]
+
+
+def _gru_parts(x_t, h, w_ih, w_hh, b_ih, b_hh):
+    return (x_t @ w_ih.T + b_ih).chunk(3, dim=-1), (h @ w_hh.T + b_hh).chunk(3, dim=-1)
+
+
+def _gru_reset_before_product(x_t, h, w_ih, w_hh, b_ih, b_hh):
+    (x_r, x_z, x_n), (h_r, h_z, _) = _gru_parts(x_t, h, w_ih, w_hh, b_ih, b_hh)
+    r, z = torch.sigmoid(x_r + h_r), torch.sigmoid(x_z + h_z)
+    w_hn, b_hn = w_hh.chunk(3, dim=0)[2], b_hh.chunk(3)[2]
+    n = torch.tanh(x_n + (r * h) @ w_hn.T + b_hn)
+    return (1 - z) * n + z * h
+
+
+def _gru_interpolation_reversed(x_t, h, w_ih, w_hh, b_ih, b_hh):
+    (x_r, x_z, x_n), (h_r, h_z, h_n) = _gru_parts(x_t, h, w_ih, w_hh, b_ih, b_hh)
+    r, z = torch.sigmoid(x_r + h_r), torch.sigmoid(x_z + h_z)
+    return z * torch.tanh(x_n + r * h_n) + (1 - z) * h
+
+
+def _gru_gates_swapped(x_t, h, w_ih, w_hh, b_ih, b_hh):
+    (x_z, x_r, x_n), (h_z, h_r, h_n) = _gru_parts(x_t, h, w_ih, w_hh, b_ih, b_hh)
+    r, z = torch.sigmoid(x_r + h_r), torch.sigmoid(x_z + h_z)
+    return (1 - z) * torch.tanh(x_n + r * h_n) + z * h
+
+
+def _gru_no_reset(x_t, h, w_ih, w_hh, b_ih, b_hh):
+    (_, x_z, x_n), (_, h_z, h_n) = _gru_parts(x_t, h, w_ih, w_hh, b_ih, b_hh)
+    z = torch.sigmoid(x_z + h_z)
+    return (1 - z) * torch.tanh(x_n + h_n) + z * h
+
+
 register(
     Exercise(
         id="2.1",
@@ -372,5 +424,34 @@ register(
             Mistake("h_n and c_n are swapped: return (output, (h_n, c_n)).", _StackHCSwapped),
         ),
         forbidden=BUILTIN_LSTM,
+    ),
+    Exercise(
+        id="2.5",
+        title="one step of the GRU",
+        points=2,
+        name="gru_cell",
+        kind="function",
+        reference=gru_ref.gru_cell,
+        make_cases=_gru_cases,
+        mistakes=(
+            Mistake(
+                "the candidate's recurrent term is W_hn (r * h) + b_hn; PyTorch's GRU resets after the product: "
+                "n = tanh(W_in x + b_in + r * (W_hn h + b_hn)).",
+                _gru_reset_before_product,
+            ),
+            Mistake(
+                "the update gate weighs the old state: h_t = (1 - z) * n + z * h, so z near 1 keeps h.",
+                _gru_interpolation_reversed,
+            ),
+            Mistake(
+                "the first two row blocks are swapped: PyTorch stacks the GRU's rows as r, z, n (reset first).",
+                _gru_gates_swapped,
+            ),
+            Mistake(
+                "the reset gate is missing from the candidate: n = tanh(W_in x + b_in + r * (W_hn h + b_hn)).",
+                _gru_no_reset,
+            ),
+        ),
+        forbidden=BUILTIN_GRU,
     ),
 )

@@ -1,11 +1,18 @@
-"""Chapter 3 exercises: the encoder, a decoder step, teacher forcing, greedy decoding."""
+"""Chapter 3 exercises: the encoder, a decoder step, teacher forcing, greedy decoding, corpus BLEU.
+
+Exercise 3.5's cases are the course's own test sentences (token lists, 13a-tokenised), every reference of each,
+with hypotheses made from references by edits that each part of BLEU answers for: repeated words (the clip),
+cut endings (the brevity penalty), several references (the closest length).
+"""
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
 
+from .. import bleu as bleu_ref
 from .. import seq2seq as ref
 from .registry import Case, Exercise, Mistake, randn, register
 
@@ -179,6 +186,91 @@ def _greedy_state_reset(step, h0, bos_id, max_len):
     return torch.stack(out, dim=1)
 
 
+# 3.5 corpus BLEU ----------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=1)
+def _test_sentences() -> tuple[tuple[tuple[str, ...], ...], ...]:
+    """Every test sentence's references, tokenised: ((ref tokens, ...), ...), in file order."""
+    from ..data.tatoeba import multi_reference, tatoeba_split
+
+    return tuple(
+        tuple(tuple(bleu_ref.tokenize_13a(r)) for r in refs) for _, refs in multi_reference(tatoeba_split().test)
+    )
+
+
+def _pick(g: torch.Generator, n: int, min_refs: int = 1, min_len: int = 4) -> list[tuple[tuple[str, ...], ...]]:
+    pool = [refs for refs in _test_sentences() if len(refs) >= min_refs and len(refs[0]) >= min_len]
+    return [pool[i] for i in torch.randperm(len(pool), generator=g)[:n].tolist()]
+
+
+def _repeat(g: torch.Generator, tokens) -> list[str]:
+    # a word said twice: more copies of it than any reference holds, which only the clip refuses to credit
+    i = int(torch.randint(len(tokens), (1,), generator=g))
+    return list(tokens[: i + 1]) + [tokens[i]] + list(tokens[i + 1 :])
+
+
+def _cut(g: torch.Generator, tokens) -> list[str]:
+    # the ending dropped: a short hypothesis, whose precision alone would not suffer
+    keep = max(2, len(tokens) - 1 - int(torch.randint(len(tokens) // 2 + 1, (1,), generator=g)))
+    return list(tokens[:keep])
+
+
+def _bleu_case(label: str, pairs) -> Case:
+    hypotheses = [list(h) for h, _ in pairs]
+    references = [[list(r) for r in refs] for _, refs in pairs]
+    return Case(label, (hypotheses, references))
+
+
+def _bleu_cases(g: torch.Generator) -> list[Case]:
+    worked = (
+        "el gato está sobre la alfombra .".split(),
+        ["el gato está en la alfombra .".split(), "hay un gato sobre la alfombra .".split()],
+    )
+    repeated = [(_repeat(g, refs[0]), refs) for refs in _pick(g, 120)]
+    several = [(_repeat(g, refs[0]), refs[1:]) for refs in _pick(g, 80, min_refs=3)]
+    cut = [(_cut(g, refs[0]), refs) for refs in _pick(g, 100, min_len=6)]
+    short = [(list(refs[0][:3]), refs) for refs in _pick(g, 20)]  # no hypothesis holds a 4-gram
+    mixed = repeated[:40] + cut[:40] + [(list(refs[0]), refs) for refs in _pick(g, 40, min_refs=2)]
+    return [
+        _bleu_case("one sentence, two references (the worked example)", [worked]),
+        _bleu_case("120 test sentences, each hypothesis a reference with one word said twice", repeated),
+        _bleu_case("80 sentences with 3+ references, scored against all but the first", several),
+        _bleu_case("100 sentences, each hypothesis a reference with its ending cut", cut),
+        _bleu_case("20 hypotheses of three words: no 4-gram to match", short),
+        _bleu_case("120 sentences: repeated words, cut endings and exact references mixed", mixed),
+    ]
+
+
+def _bleu_unclipped(hypotheses, references):
+    return _bleu_from(*bleu_ref.bleu_statistics(hypotheses, references, clip=False))
+
+
+def _bleu_from(matches, totals, c, r, brevity=True, mean="geometric"):
+    if c == 0 or (mean == "geometric" and min(matches) == 0):
+        return 0.0
+    p = [m / t if t else 0.0 for m, t in zip(matches, totals)]
+    score = math.exp(sum(map(math.log, p)) / len(p)) if mean == "geometric" else sum(p) / len(p)
+    return 100 * score * (math.exp(1 - r / c) if brevity and c < r else 1.0)
+
+
+def _bleu_no_brevity(hypotheses, references):
+    return _bleu_from(*bleu_ref.bleu_statistics(hypotheses, references), brevity=False)
+
+
+def _bleu_arithmetic(hypotheses, references):
+    return _bleu_from(*bleu_ref.bleu_statistics(hypotheses, references), mean="arithmetic")
+
+
+def _bleu_sentence_average(hypotheses, references):
+    return sum(bleu_ref.bleu([h], [r]) for h, r in zip(hypotheses, references)) / len(hypotheses)
+
+
+def _bleu_first_reference_length(hypotheses, references):
+    matches, totals, c, _ = bleu_ref.bleu_statistics(hypotheses, references)
+    return _bleu_from(matches, totals, c, sum(len(refs[0]) for refs in references))
+
+
 register(
     Exercise(
         id="3.1",
@@ -255,6 +347,42 @@ register(
             Mistake(
                 "every step starts again from h0: carry the state returned by one step into the next.",
                 _greedy_state_reset,
+            ),
+        ),
+    ),
+    Exercise(
+        id="3.5",
+        title="corpus BLEU",
+        points=3,
+        name="bleu",
+        kind="function",
+        reference=bleu_ref.bleu,
+        make_cases=_bleu_cases,
+        mistakes=(
+            Mistake(
+                "every n-gram of the hypothesis that occurs in a reference is credited, however often it repeats: "
+                "clip each n-gram's count at the most times it occurs in any one reference.",
+                _bleu_unclipped,
+            ),
+            Mistake(
+                "short hypotheses are not penalised: multiply by the brevity penalty exp(1 - r/c) when the "
+                "hypotheses' total length c is below r.",
+                _bleu_no_brevity,
+            ),
+            Mistake(
+                "the four precisions are averaged arithmetically: BLEU takes their geometric mean, "
+                "exp of the mean of their logarithms (so one order without a match makes it 0).",
+                _bleu_arithmetic,
+            ),
+            Mistake(
+                "this is the mean of sentence-level scores: corpus BLEU adds up the matches, the n-gram counts "
+                "and the lengths over all sentences first, and computes one score from the totals.",
+                _bleu_sentence_average,
+            ),
+            Mistake(
+                "r is the first reference's length: take, for each sentence, the reference length closest to "
+                "the hypothesis's (the shorter of two equally close).",
+                _bleu_first_reference_length,
             ),
         ),
     ),

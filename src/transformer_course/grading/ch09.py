@@ -75,22 +75,6 @@ def _select(prefixes, top: torch.Tensor, beams: list[int], tokens: list[int], be
     return (tuple(live), pick(live_rank)), (tuple(done), pick(done_rank))
 
 
-def beam_step(prefixes, scores: torch.Tensor, logp: torch.Tensor, beam_size: int, eos_id: int):
-    """One step of beam search for one sentence (the reference of exercise 9.2).
-
-    prefixes: n <= beam_size live hypotheses, each a tuple of token ids; scores (n,) their log-probabilities;
-    logp (n, V): each one's next-token log-probabilities. Every continuation of every hypothesis competes: the
-    best 2 K of the n V candidates are ranked (K = beam_size); those among the best K that end in <eos> finish,
-    and the best K that do not stay live.
-    Returns ((live prefixes, their scores (K,)), (finished prefixes, <eos> included, their scores (F,))),
-    each best first; scores are accumulated log-probabilities, not normalised.
-    """
-    n, vocab = logp.shape
-    candidates = (scores[:, None] + logp).flatten()  # (n V,): entry b V + v is hypothesis b followed by token v
-    top, index = candidates.topk(min(2 * beam_size, n * vocab))  # best first
-    return _select(prefixes, top, (index // vocab).tolist(), (index % vocab).tolist(), beam_size, eos_id)
-
-
 def _beam_per_beam(prefixes, scores, logp, beam_size, eos_id):
     # each hypothesis ranks its own continuations (topk over the last axis), read hypothesis by hypothesis
     n, vocab = logp.shape
@@ -100,7 +84,7 @@ def _beam_per_beam(prefixes, scores, logp, beam_size, eos_id):
 
 
 def _beam_not_accumulated(prefixes, scores, logp, beam_size, eos_id):
-    return beam_step(prefixes, torch.zeros_like(scores), logp, beam_size, eos_id)
+    return ref.beam_step(prefixes, torch.zeros_like(scores), logp, beam_size, eos_id)
 
 
 def _best_k(prefixes, scores, logp, beam_size):
@@ -126,7 +110,7 @@ def _beam_top_k_only(prefixes, scores, logp, beam_size, eos_id):
 def _beam_eos_dropped(prefixes, scores, logp, beam_size, eos_id):
     masked = logp.clone()
     masked[:, eos_id] = -math.inf
-    (live, live_scores), _ = beam_step(prefixes, scores, masked, beam_size, eos_id)
+    (live, live_scores), _ = ref.beam_step(prefixes, scores, masked, beam_size, eos_id)
     return (live, live_scores), ((), logp.new_zeros(0))
 
 
@@ -162,7 +146,7 @@ def _beam_case(g: torch.Generator, label: str, n: int, k: int, vocab: int, t: in
         raw = randn(g, n, vocab, scale=1.5)
         raw[:, EOS] += randn(g, n).abs() * 1.5  # <eos> often among the best, as in a real model
         args = (prefixes, scores, torch.log_softmax(raw, dim=-1), k, EOS)
-        expected = beam_step(*args)
+        expected = ref.beam_step(*args)
         if want(expected, [_output(m, args) for m in _BEAM_MISTAKES]):
             return Case(label, args)
     raise RuntimeError(f"no case found for {label!r}")  # pragma: no cover - the draws above always find one
@@ -292,7 +276,7 @@ register(
         points=4,
         name="beam_step",
         kind="function",
-        reference=beam_step,
+        reference=ref.beam_step,
         make_cases=_beam_cases,
         mistakes=(
             Mistake(
