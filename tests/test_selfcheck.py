@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from transformer_course import attention as ref
-from transformer_course.grading import check, registry
+from transformer_course.grading import check, registry, selfcheck
 from transformer_course.grading.codec import encode
 from transformer_course.grading.selfcheck import evaluate
 
@@ -51,14 +51,38 @@ def test_a_check_never_passes_the_reference(exercise_id, capsys):
 @pytest.mark.parametrize(
     "exercise_id, index", [(e, i) for e in EXERCISES for i in range(len(registry.get(e).mistakes))]
 )
-def test_each_known_mistake_fails_with_its_own_hint(exercise_id, index, capsys):
+def test_each_known_mistake_fails_with_its_own_hint(exercise_id, index, capsys, monkeypatch):
+    # Hints escalate: the first failure recalls the exercise's idea, the next one names the mistake.
+    monkeypatch.setattr(selfcheck, "_FAILURES", {})
     ex = registry.get(exercise_id)
     mistake = ex.mistakes[index]
     returned = check(exercise_id, mistake.implementation)
-    out = capsys.readouterr().out
-    assert out.startswith(f"❌ Exercise {exercise_id}")
-    assert mistake.hint in out
+    first = capsys.readouterr().out
+    assert first.startswith(f"❌ Exercise {exercise_id}")
+    assert f"The idea: {ex.idea}" in first and mistake.hint not in first
     assert returned is ex.reference  # later cells go on with a working implementation
+    check(exercise_id, mistake.implementation)
+    again = capsys.readouterr().out
+    assert mistake.hint in again and "The idea:" not in again
+
+
+@pytest.mark.parametrize("exercise_id", EXERCISES)
+def test_every_exercise_has_an_idea_in_words_not_code(exercise_id):
+    idea = registry.get(exercise_id).idea
+    assert len(idea.split()) >= 8, idea
+    assert not any(token in idea for token in ("`", "torch.", "nn.", "F.", " @ ", ".T", "[:", "()")), idea
+
+
+def test_a_pass_resets_the_hints(capsys, monkeypatch):
+    monkeypatch.setattr(selfcheck, "_FAILURES", {})
+    ex = registry.get("5.2")
+    wrong = ex.mistakes[0].implementation
+    check("5.2", wrong)
+    check("5.2", lambda t: torch.ones(t, t, dtype=torch.bool).tril())  # solved
+    assert "✅" in capsys.readouterr().out
+    check("5.2", wrong)  # the first failure since the pass: the idea again, not the mistake
+    out = capsys.readouterr().out
+    assert "The idea:" in out and ex.mistakes[0].hint not in out
 
 
 def test_not_attempted_falls_back_to_the_reference(capsys):

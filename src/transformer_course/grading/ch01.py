@@ -155,6 +155,10 @@ register(
     Exercise(
         id="1.1",
         title="the RNN cell",
+        idea=(
+            "a step mixes the new input and the previous state, each through its own weight matrix, adds the "
+            "biases, and squashes the sum with tanh."
+        ),
         points=2,
         name="rnn_cell",
         kind="function",
@@ -181,6 +185,10 @@ register(
     Exercise(
         id="1.2",
         title="the RNN unrolled over time",
+        idea=(
+            "the same cell runs once per position, each step starting from the state the step before produced; "
+            "every state is an output, and the last one is the summary."
+        ),
         points=3,
         name="rnn_layer",
         kind="function",
@@ -219,6 +227,11 @@ register(
     Exercise(
         id="1.3",
         title="one step of backpropagation through time",
+        idea=(
+            "differentiate h_t = tanh(a_t) with respect to h_(t-1) by the chain rule: the derivative of the "
+            "tanh, 1 - h_t^2, times the recurrent weights; work out on paper which index of the result each "
+            "factor goes with."
+        ),
         points=2,
         name="rnn_step_jacobian",
         kind="function",

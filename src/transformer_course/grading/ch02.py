@@ -309,6 +309,10 @@ register(
     Exercise(
         id="2.1",
         title="the LSTM gates",
+        idea=(
+            "all four gates come from one affine map of the input and the previous hidden state, cut into four "
+            "blocks in PyTorch's order i, f, g, o; three gates squash into (0, 1), the candidate into (-1, 1)."
+        ),
         points=2,
         name="lstm_gates",
         kind="function",
@@ -343,6 +347,10 @@ register(
     Exercise(
         id="2.2",
         title="one step of the LSTM cell",
+        idea=(
+            "on the conveyor, the new cell state keeps a gated part of the old one and adds a gated part of the "
+            "candidate; the hidden state is a gated, squashed view of the new cell state."
+        ),
         points=2,
         name="lstm_cell",
         kind="function",
@@ -371,6 +379,10 @@ register(
     Exercise(
         id="2.3",
         title="an LSTM layer over a sequence",
+        idea=(
+            "run the cell once per position, carrying both h and c from each step to the next; the outputs are "
+            "the hidden states."
+        ),
         points=3,
         name="lstm_layer",
         kind="function",
@@ -403,6 +415,10 @@ register(
     Exercise(
         id="2.4",
         title="a stacked LSTM",
+        idea=(
+            "the first layer reads the input sequence, each later layer reads the outputs of the layer below, "
+            "and every layer starts from its own initial state."
+        ),
         points=3,
         name="LSTM",
         kind="module",
@@ -428,6 +444,10 @@ register(
     Exercise(
         id="2.5",
         title="one step of the GRU",
+        idea=(
+            "the update gate interpolates between the old state and a candidate; the reset gate decides how much "
+            "of the old state the candidate's recurrent term may use."
+        ),
         points=2,
         name="gru_cell",
         kind="function",

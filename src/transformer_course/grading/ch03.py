@@ -275,6 +275,10 @@ register(
     Exercise(
         id="3.1",
         title="the encoder",
+        idea=(
+            "a sequence's summary is the encoder's state after its last real token; the padding after it must "
+            "not change it."
+        ),
         points=3,
         name="Encoder",
         kind="module",
@@ -296,6 +300,10 @@ register(
     Exercise(
         id="3.2",
         title="a decoder step",
+        idea=(
+            "a step embeds the previous token, updates the state with the cell, and scores the vocabulary from "
+            "the new state."
+        ),
         points=2,
         name="DecoderStep",
         kind="module",
@@ -312,6 +320,10 @@ register(
     Exercise(
         id="3.3",
         title="teacher forcing",
+        idea=(
+            "in training, the input at step t is the true previous token (<bos> at the start), whatever the "
+            "decoder predicted, and the state carries on from step to step."
+        ),
         points=3,
         name="teacher_forcing",
         kind="function",
@@ -335,6 +347,10 @@ register(
     Exercise(
         id="3.4",
         title="greedy decoding",
+        idea=(
+            "at test time there is no reference: each step reads the token that the step before chose, and the "
+            "state carries on."
+        ),
         points=2,
         name="greedy_decode",
         kind="function",
@@ -353,6 +369,11 @@ register(
     Exercise(
         id="3.5",
         title="corpus BLEU",
+        idea=(
+            "count each order of n-grams over the whole corpus before dividing, credit an n-gram at most as "
+            "often as one reference holds it, average the four precisions in log space, and penalise output "
+            "shorter than the closest references."
+        ),
         points=3,
         name="bleu",
         kind="function",

@@ -161,6 +161,10 @@ register(
     Exercise(
         id="4.1",
         title="the additive score",
+        idea=(
+            "each encoder state is scored by a small network that sees it with the decoder state: project both "
+            "into one space, add, squash, and read one number out."
+        ),
         points=2,
         name="additive_score",
         kind="function",
@@ -178,6 +182,10 @@ register(
     Exercise(
         id="4.2",
         title="attention weights and context",
+        idea=(
+            "a softmax over the input positions turns the scores into weights, with padding excluded before it; "
+            "the context is the weighted sum of the encoder states."
+        ),
         points=3,
         name="attention_context",
         kind="function",
@@ -207,6 +215,11 @@ register(
     Exercise(
         id="4.3",
         title="an attention decoder step",
+        idea=(
+            "the previous state asks the question: score, weigh and sum the encoder states with your two "
+            "functions, feed the context to the cell beside the embedding, and read the logits from the new "
+            "state and the context."
+        ),
         points=3,
         name="AttentionDecoderStep",
         kind="module",

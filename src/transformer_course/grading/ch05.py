@@ -169,6 +169,10 @@ register(
     Exercise(
         id="5.1",
         title="attention scores",
+        idea=(
+            "every query meets every key in a dot product; dividing by the square root of the key size keeps the "
+            "scores at unit variance."
+        ),
         points=2,
         name="attention_scores",
         kind="function",
@@ -186,6 +190,10 @@ register(
     Exercise(
         id="5.2",
         title="the causal mask",
+        idea=(
+            "query i may see key j exactly when j is not after i: the allowed pairs form a triangle that "
+            "includes the diagonal."
+        ),
         points=2,
         name="causal_mask",
         kind="function",
@@ -202,6 +210,10 @@ register(
     Exercise(
         id="5.3",
         title="scaled dot-product attention with a mask",
+        idea=(
+            "hide the forbidden keys before the softmax, so that they get exactly zero weight and the others "
+            "still sum to one; then weigh the values."
+        ),
         points=3,
         name="scaled_dot_product_attention",
         kind="function",
@@ -229,6 +241,10 @@ register(
     Exercise(
         id="5.4",
         title="a self-attention layer",
+        idea=(
+            "project the input three times, into queries, keys and values, and run scaled dot-product attention "
+            "on them."
+        ),
         points=3,
         name="SelfAttention",
         kind="module",

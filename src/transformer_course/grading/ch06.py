@@ -241,6 +241,10 @@ register(
     Exercise(
         id="6.1",
         title="splitting into heads",
+        idea=(
+            "each head gets its own contiguous block of every position's features, and the heads become an axis "
+            "in front of the positions."
+        ),
         points=2,
         name="split_heads",
         kind="function",
@@ -267,6 +271,7 @@ register(
     Exercise(
         id="6.2",
         title="merging the heads",
+        idea="merging undoes splitting: every position gets its heads' blocks side by side again, head 0 first.",
         points=2,
         name="merge_heads",
         kind="function",
@@ -289,6 +294,10 @@ register(
     Exercise(
         id="6.3",
         title="the multi-head attention forward pass",
+        idea=(
+            "project, split into heads, attend in all heads at once, merge, and project once more; the mask must "
+            "reach every head."
+        ),
         points=4,
         name="MultiHeadAttention",
         kind="module",

@@ -160,6 +160,10 @@ register(
     Exercise(
         id="7.1",
         title="the sinusoidal table",
+        idea=(
+            "every entry is the sine or the cosine of one angle, the position times a frequency that falls "
+            "geometrically from one pair of columns to the next."
+        ),
         points=3,
         name="sinusoidal_encoding",
         kind="function",
@@ -189,6 +193,10 @@ register(
     Exercise(
         id="7.2",
         title="the rotation matrix of a shift",
+        idea=(
+            "shifting a position by k turns each (sin, cos) pair by k times its frequency: one 2 x 2 rotation "
+            "per pair, on the diagonal."
+        ),
         points=3,
         name="shift_matrix",
         kind="function",
@@ -212,6 +220,10 @@ register(
     Exercise(
         id="7.3",
         title="the positional-encoding layer",
+        idea=(
+            "the table is computed once, in the constructor; the forward pass adds the rows of the positions the "
+            "input occupies (from the offset on), then applies dropout."
+        ),
         points=2,
         name="PositionalEncoding",
         kind="module",

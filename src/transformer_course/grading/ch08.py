@@ -463,6 +463,10 @@ register(
     Exercise(
         id="8.1",
         title="the encoder layer",
+        idea=(
+            "two sub-layers, self-attention then the feed-forward network, each wrapped in dropout, a residual "
+            "connection and a layer norm."
+        ),
         points=3,
         name="EncoderLayer",
         kind="module",
@@ -505,6 +509,10 @@ register(
     Exercise(
         id="8.2",
         title="the decoder layer",
+        idea=(
+            "three sub-layers: masked self-attention over the target, cross-attention to the memory, and the "
+            "feed-forward network, each with its dropout, residual connection and layer norm."
+        ),
         points=4,
         name="DecoderLayer",
         kind="module",
@@ -550,6 +558,10 @@ register(
     Exercise(
         id="8.3",
         title="the forward pass: shifted targets and the decoder's masks",
+        idea=(
+            "the decoder reads the targets shifted right behind <bos>, may not see later positions, and may not "
+            "attend to padding, in the target or in the source."
+        ),
         points=3,
         name="Transformer",
         kind="module",
@@ -591,6 +603,10 @@ register(
     Exercise(
         id="8.4",
         title="the label-smoothed loss",
+        idea=(
+            "mix the one-hot target with a uniform distribution over the vocabulary, take the cross-entropy with "
+            "the model's log-probabilities, and average over the real tokens only."
+        ),
         points=3,
         name="label_smoothed_loss",
         kind="function",
@@ -630,6 +646,10 @@ register(
     Exercise(
         id="8.5",
         title="the warm-up schedule",
+        idea=(
+            "the rate rises linearly during the warm-up and then falls as one over the square root of the step; "
+            "one formula with a minimum gives both parts."
+        ),
         points=2,
         name="noam_lr",
         kind="function",

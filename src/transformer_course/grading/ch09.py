@@ -252,6 +252,10 @@ register(
     Exercise(
         id="9.1",
         title="the length-normalised score",
+        idea=(
+            "a finished hypothesis's score is its log-probability divided by the length penalty of its length, "
+            "so that a long hypothesis is not punished merely for being long."
+        ),
         points=2,
         name="normalised_score",
         kind="function",
@@ -273,6 +277,10 @@ register(
     Exercise(
         id="9.2",
         title="one step of beam search",
+        idea=(
+            "all continuations of all live hypotheses compete together; among the best, those that end in <eos> "
+            "finish, and the best that do not stay live, each remembering the hypothesis it extends."
+        ),
         points=4,
         name="beam_step",
         kind="function",
@@ -309,6 +317,10 @@ register(
     Exercise(
         id="9.3",
         title="attention for the newest position, with a key/value cache",
+        idea=(
+            "the new position's key and value join the cache, and the new query attends over everything in it, "
+            "itself included."
+        ),
         points=3,
         name="attend_with_cache",
         kind="function",

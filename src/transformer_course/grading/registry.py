@@ -65,6 +65,8 @@ class Exercise:
     reference: Any
     make_cases: Callable[[torch.Generator], list[Case]]
     mistakes: tuple[Mistake, ...] = ()
+    # The idea the exercise turns on, in words (no code): the self-check's first hint after a failure.
+    idea: str = ""
     # Attribute and import names an exercise cell may not use, e.g. PyTorch's built-in of the thing to build.
     forbidden: tuple[str, ...] = ()
     atol: float = 1e-6

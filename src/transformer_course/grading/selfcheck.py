@@ -67,8 +67,11 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
-def evaluate(ex: Exercise, obj: Any, seed: int = PUBLIC_SEED) -> tuple[str, int, int, str | None]:
-    """(status, passed, total, message) with status 'passed', 'failed' or 'not attempted'."""
+def evaluate(
+    ex: Exercise, obj: Any, seed: int = PUBLIC_SEED, mistake_hint: bool = True
+) -> tuple[str, int, int, str | None]:
+    """(status, passed, total, message) with status 'passed', 'failed' or 'not attempted'; the message names the
+    known mistake that the answer matches, if any, when ``mistake_hint``."""
     cases = ex.cases(seed)
     passed = 0
     for case in cases:
@@ -94,7 +97,7 @@ def evaluate(ex: Exercise, obj: Any, seed: int = PUBLIC_SEED) -> tuple[str, int,
         problem = compare(expected, actual, ex.atol, ex.rtol)
         if problem:
             message = f"on case '{case.label}', {problem}."
-            hint = _matching_mistake(ex, case, actual)
+            hint = _matching_mistake(ex, case, actual) if mistake_hint else None
             if hint:
                 message += f"\n   Hint: {hint}"
             return "failed", passed, len(cases), message
@@ -213,6 +216,9 @@ def _tracker() -> Tracker | None:
 # --- the check ------------------------------------------------------------------------------------------------
 
 
+_FAILURES: dict[str, int] = {}  # failed checks per exercise since its last pass: how much a hint may give away
+
+
 def _refuse(ex: Exercise, reason: str) -> Any:
     print(f"❌ Exercise {ex.id} ({ex.title}): {reason}")
     print(REFERENCE_FALLBACK)
@@ -266,8 +272,15 @@ def check(exercise_id: str, obj: Any) -> Any:
             f"`{ex.name}` is the course's reference implementation, not yours. The check tests the "
             f"`{ex.name}` that your exercise cell defines: run that cell, then this check.",
         )
-    status, passed, total, message = evaluate(ex, obj)
+    # Hints escalate: a first failure recalls the idea, a later one names the known mistake that the answer matches.
+    earlier = _FAILURES.get(ex.id, 0)
+    status, passed, total, message = evaluate(ex, obj, mistake_hint=earlier > 0)
+    if status == "failed":
+        _FAILURES[ex.id] = earlier + 1
+        if ex.idea and "\n   Hint: " not in (message or ""):
+            message = f"{message}\n   The idea: {ex.idea}"
     if status == "passed":
+        _FAILURES.pop(ex.id, None)
         print(f"✅ Exercise {ex.id} ({ex.title}): passed all {total} checks.")
         if note:
             print(note)
