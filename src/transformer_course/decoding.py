@@ -37,6 +37,7 @@ __all__ = [
     "length_penalty",
     "normalised_score",
     "rank_candidates",
+    "select_hypotheses",
     "split_candidates",
     "start_decoding",
 ]
@@ -104,14 +105,21 @@ def beam_step(prefixes, scores: Tensor, logp: Tensor, beam_size: int, eos_id: in
     rows = logp.new_zeros(1, beam_size, vocab)
     rows[0, :n] = logp
     top, beam, token = rank_candidates(padded, rows)
-    ends, order = split_candidates(top, token, beam_size, eos_id)
-    live = [r for r in order[0].tolist() if math.isfinite(top[0, r].item())]
+    return select_hypotheses(prefixes, top[0], beam[0], token[0], beam_size, eos_id)
+
+
+def select_hypotheses(prefixes, top: Tensor, beam: Tensor, token: Tensor, k: int, eos_id: int):
+    """One sentence's candidates in rank order, as hypotheses: candidate r is prefix ``beam[r]`` followed by
+    ``token[r]``, with score ``top[r]`` (each (m,)). Split by split_candidates; a live one has a finite score and
+    does not end in <eos>. Returns ((live prefixes, scores), (finished prefixes, scores)), as beam_step."""
+    ends, order = split_candidates(top[None], token[None], k, eos_id)
+    live = [r for r in order[0].tolist() if math.isfinite(top[r].item()) and token[r].item() != eos_id]
     done = [r for _, r in ends]
 
-    def hypothesis(r: int) -> tuple:
-        return tuple(prefixes[beam[0, r].item()]) + (token[0, r].item(),)
+    def hypothesis(r: int) -> tuple:  # the back-pointer says which prefix it extends
+        return tuple(prefixes[beam[r].item()]) + (token[r].item(),)
 
-    pick = lambda ranks: top[0, torch.tensor(ranks, dtype=torch.long)]  # noqa: E731
+    pick = lambda ranks: top[torch.tensor(ranks, dtype=torch.long)]  # noqa: E731
     return (tuple(map(hypothesis, live)), pick(live)), (tuple(map(hypothesis, done)), pick(done))
 
 

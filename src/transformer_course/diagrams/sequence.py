@@ -79,38 +79,20 @@ def teacher_forcing(reference=TARGET, predictions=("el", "perro", "duerme")) -> 
         ("fr", 0.05, "free running: the input is the model's own previous prediction", ["<bos>", *pred[:-1]]),
     )
     c.text(c.width / 2, 5.1, f"reference: {plain(' '.join(ref))}; outlined in red: a prediction that differs from it")
+
+    def token(x, i, y, text, kind, part, wrong):  # a token's box, outlined in red when it is a wrong prediction
+        edge, lw = (HIGHLIGHT, 2) if wrong else ("#303030", 1)
+        return c.box(x, y, w_tok, 0.4, plain(text), kind, part=part, index=i, edge=edge, lw=lw)
+
     for name, y0, title, inputs in panels:
         c.text(c.width / 2, y0 + 2.2, title, fontsize=10, weight="bold")
         start = c.box(xs[0] - pitch / 2 - 0.3, y0 + 1.05, 0.4, 0.4, "$h_0$", "state")
         previous, outs = start, []
         for i, x in enumerate(xs, start=1):
             wrong_in = name == "fr" and i > 1 and pred[i - 2] != ref[i - 2]
-            wrong_out = pred[i - 1] != ref[i - 1]
-            t = c.box(
-                x,
-                y0 + 0.3,
-                w_tok,
-                0.4,
-                plain(inputs[i - 1]),
-                "input",
-                part=f"{name}_input",
-                index=i,
-                edge=HIGHLIGHT if wrong_in else "#303030",
-                lw=2 if wrong_in else 1,
-            )
+            t = token(x, i, y0 + 0.3, inputs[i - 1], "input", f"{name}_input", wrong_in)
             cell = c.box(x, y0 + 1.05, w_cell, 0.5, "GRU", "recurrent", part=f"{name}_step", index=i)
-            out = c.box(
-                x,
-                y0 + 1.8,
-                w_tok,
-                0.4,
-                plain(pred[i - 1]),
-                "softmax",
-                part=f"{name}_output",
-                index=i,
-                edge=HIGHLIGHT if wrong_out else "#303030",
-                lw=2 if wrong_out else 1,
-            )
+            out = token(x, i, y0 + 1.8, pred[i - 1], "softmax", f"{name}_output", pred[i - 1] != ref[i - 1])
             c.arrow(t.top, cell.bottom)
             c.arrow(cell.top, out.bottom)
             c.arrow(previous.right, cell.left)

@@ -9,20 +9,17 @@ from . import _args
 from ._canvas import Canvas
 from ._render import Diagram, drawing, render
 from ._shapes import Box, plain
+from .layers import SUBLAYERS
 
 __all__ = ["cross_attention", "transformer_stack"]
 
 REQUIRED = ("n_encoder_layers", "n_decoder_layers", "d_model", "n_heads", "d_ff")
 # The paper's base model: what is drawn when neither a configuration nor a field is given.
 PAPER = {"n_encoder_layers": 6, "n_decoder_layers": 6, "d_model": 512, "n_heads": 8, "d_ff": 2048}
-STRIPS = {
-    "encoder": (("self-attention, {h} heads", "attention"), ("feed-forward {d}→{ff}→{d}", "feedforward")),
-    "decoder": (
-        ("masked self-attention", "attention"),
-        ("cross-attention", "attention"),
-        ("feed-forward {d}→{ff}→{d}", "feedforward"),
-    ),
-}
+# Each layer's sub-layers are those that the layer diagram draws (layers.SUBLAYERS); a strip of the stack names
+# two of them with their sizes.
+SIZED = {"self-attention": "self-attention, {h} heads", "feed-forward": "feed-forward {d}→{ff}→{d}"}
+STRIPS = {kind: tuple((SIZED.get(name, name), colour) for name, colour in subs) for kind, subs in SUBLAYERS.items()}
 
 
 def _fields(config, overrides: dict) -> dict:

@@ -3,6 +3,7 @@ and one step of the GRU cell."""
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -18,10 +19,11 @@ BUILTIN_LSTM = ("LSTM", "LSTMCell", "lstm", "lstm_cell", "_VF")
 BUILTIN_GRU = ("GRU", "GRUCell", "gru", "gru_cell", "_VF")
 
 
-def _weights(g: torch.Generator, d: int, h: int) -> tuple[torch.Tensor, ...]:
-    """(w_ih, w_hh, b_ih, b_hh) for an LSTM: four blocks of rows, a little larger than PyTorch's initialisation."""
-    s = 1.5 / math.sqrt(h)
-    return randn(g, 4 * h, d, scale=s), randn(g, 4 * h, h, scale=s), randn(g, 4 * h, scale=s), randn(g, 4 * h, scale=s)
+def _weights(g: torch.Generator, d: int, h: int, gates: int = 4) -> tuple[torch.Tensor, ...]:
+    """(w_ih, w_hh, b_ih, b_hh) of a gated cell, ``gates`` blocks of rows (4 for the LSTM, 3 for the GRU), a little
+    larger than PyTorch's initialisation."""
+    s, rows = 1.5 / math.sqrt(h), gates * h
+    return randn(g, rows, d, scale=s), randn(g, rows, h, scale=s), randn(g, rows, scale=s), randn(g, rows, scale=s)
 
 
 def _state(g: torch.Generator, b: int, h: int, c_scale: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
@@ -35,12 +37,14 @@ def _affine(x_t, h, w_ih, w_hh, b_ih, b_hh):
 # 2.1 the gates --------------------------------------------------------------------------------
 
 
-def _gate_cases(g: torch.Generator) -> list[Case]:
+def _step_cases(g: torch.Generator, gates: int = 4) -> list[Case]:
+    """One step of a gated cell from (x_t, h): the cases of 2.1 (the LSTM's gates) and 2.5 (the GRU, gates=3)."""
     return [
-        Case("B = 1, D = H = 2", (randn(g, 1, 2), randn(g, 1, 2).tanh(), *_weights(g, 2, 2))),
-        Case("B = 3, D = 4, H = 3", (randn(g, 3, 4), randn(g, 3, 3).tanh(), *_weights(g, 4, 3))),
+        Case("B = 1, D = H = 2", (randn(g, 1, 2), randn(g, 1, 2).tanh(), *_weights(g, 2, 2, gates))),
+        Case("B = 3, D = 4, H = 3", (randn(g, 3, 4), randn(g, 3, 3).tanh(), *_weights(g, 4, 3, gates))),
         Case(
-            "B = 2, D = 5, H = 4, large inputs", (randn(g, 2, 5, scale=3.0), randn(g, 2, 4).tanh(), *_weights(g, 5, 4))
+            "B = 2, D = 5, H = 4, large inputs",
+            (randn(g, 2, 5, scale=3.0), randn(g, 2, 4).tanh(), *_weights(g, 5, 4, gates)),
         ),
     ]
 
@@ -259,22 +263,6 @@ class _StackHCSwapped(ref.LSTM):
 # 2.5 one step of the GRU ----------------------------------------------------------------------------------
 
 
-def _gru_weights(g: torch.Generator, d: int, h: int) -> tuple[torch.Tensor, ...]:
-    s = 1.5 / math.sqrt(h)
-    return randn(g, 3 * h, d, scale=s), randn(g, 3 * h, h, scale=s), randn(g, 3 * h, scale=s), randn(g, 3 * h, scale=s)
-
-
-def _gru_cases(g: torch.Generator) -> list[Case]:
-    return [
-        Case("B = 1, D = H = 2", (randn(g, 1, 2), randn(g, 1, 2).tanh(), *_gru_weights(g, 2, 2))),
-        Case("B = 3, D = 4, H = 3", (randn(g, 3, 4), randn(g, 3, 3).tanh(), *_gru_weights(g, 4, 3))),
-        Case(
-            "B = 2, D = 5, H = 4, large inputs",
-            (randn(g, 2, 5, scale=3.0), randn(g, 2, 4).tanh(), *_gru_weights(g, 5, 4)),
-        ),
-    ]
-
-
 def _gru_parts(x_t, h, w_ih, w_hh, b_ih, b_hh):
     return (x_t @ w_ih.T + b_ih).chunk(3, dim=-1), (h @ w_hh.T + b_hh).chunk(3, dim=-1)
 
@@ -317,7 +305,7 @@ register(
         name="lstm_gates",
         kind="function",
         reference=ref.lstm_gates,
-        make_cases=_gate_cases,
+        make_cases=_step_cases,
         mistakes=(
             Mistake(
                 "the input and forget gates are swapped: in PyTorch's order the blocks of rows are i (0:H), f (H:2H), "
@@ -452,7 +440,7 @@ register(
         name="gru_cell",
         kind="function",
         reference=gru_ref.gru_cell,
-        make_cases=_gru_cases,
+        make_cases=functools.partial(_step_cases, gates=3),
         mistakes=(
             Mistake(
                 "the candidate's recurrent term is W_hn (r * h) + b_hn; PyTorch's GRU resets after the product: "

@@ -58,29 +58,12 @@ def _score_length_power(log_prob, length, alpha):
 # 9.2 one step of beam search -------------------------------------------------------------------------------
 
 
-def _select(prefixes, top: torch.Tensor, beams: list[int], tokens: list[int], beam_size: int, eos_id: int):
-    """Go down the ranked candidates (hypothesis ``beams[r]`` + token ``tokens[r]``, score ``top[r]``): those among
-    the first beam_size that end in <eos> finish; the first beam_size that do not stay live."""
-    live, live_rank, done, done_rank = [], [], [], []
-    for rank, (beam, token) in enumerate(zip(beams, tokens)):
-        hypothesis = tuple(prefixes[beam]) + (token,)  # the back-pointer says which prefix it extends
-        if token == eos_id:
-            if rank < beam_size:
-                done.append(hypothesis)
-                done_rank.append(rank)
-        elif len(live) < beam_size:
-            live.append(hypothesis)
-            live_rank.append(rank)
-    pick = lambda ranks: top[torch.tensor(ranks, dtype=torch.long)]  # noqa: E731
-    return (tuple(live), pick(live_rank)), (tuple(done), pick(done_rank))
-
-
 def _beam_per_beam(prefixes, scores, logp, beam_size, eos_id):
     # each hypothesis ranks its own continuations (topk over the last axis), read hypothesis by hypothesis
     n, vocab = logp.shape
     top, tokens = (scores[:, None] + logp).topk(min(2 * beam_size, vocab), dim=-1)  # (n, 2K)
-    beams = [b for b in range(n) for _ in range(top.shape[1])]
-    return _select(prefixes, top.flatten(), beams, tokens.flatten().tolist(), beam_size, eos_id)
+    beams = torch.arange(n).repeat_interleave(top.shape[1])
+    return ref.select_hypotheses(prefixes, top.flatten(), beams, tokens.flatten(), beam_size, eos_id)
 
 
 def _beam_not_accumulated(prefixes, scores, logp, beam_size, eos_id):
