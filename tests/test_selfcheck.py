@@ -255,3 +255,57 @@ def test_a_name_rebound_outside_the_exercise_cell_is_not_what_is_checked(shell, 
     _run(shell, CHECK_5_1)
     out = capsys.readouterr().out
     assert "not attempted yet" in out and "not the object passed to `check`" in out
+
+
+def test_a_judge_that_cannot_measure_an_answer_fails_it_with_words(capsys):
+    # An experiment's judge measures the answer; an answer it cannot measure is wrong, never a crash.
+    def judge(case, answer):
+        return None if float(answer) > 0 else "the answer must be positive"
+
+    ex = registry.Exercise(
+        id="0.9",
+        title="a judged toy",
+        points=1,
+        name="f",
+        kind="function",
+        reference=lambda: 1.0,
+        make_cases=lambda g: [registry.Case("no inputs")],
+        judge=judge,
+        idea="any positive number passes this toy",
+    )
+    assert evaluate(ex, lambda: 2.0)[0] == "passed"
+    status, _, _, message = evaluate(ex, lambda: -1.0)
+    assert status == "failed" and "the answer must be positive" in message
+    status, _, _, message = evaluate(ex, lambda: "many")
+    assert status == "failed" and "could not be measured (ValueError" in message
+
+
+def test_a_judged_exercise_may_use_autograd_and_an_implementation_may_not_need_it():
+    def needs_grad():
+        x = torch.ones(2, requires_grad=True)
+        (x * x).sum().backward()
+        return x.grad.sum().item()
+
+    judged = registry.Exercise(
+        id="0.8",
+        title="t",
+        points=1,
+        name="f",
+        kind="function",
+        reference=needs_grad,
+        make_cases=lambda g: [registry.Case("c")],
+        judge=lambda case, answer: None,
+        idea="x",
+    )
+    assert registry.run_case(judged, needs_grad, registry.Case("c")) == 4.0
+    compared = registry.Exercise(
+        id="0.7",
+        title="t",
+        points=1,
+        name="f",
+        kind="function",
+        reference=needs_grad,
+        make_cases=lambda g: [registry.Case("c")],
+        idea="x",
+    )
+    assert registry.run_case(compared, lambda: torch.ones(1).requires_grad, registry.Case("c")) is False

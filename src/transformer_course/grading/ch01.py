@@ -7,6 +7,7 @@ import math
 import torch
 
 from .. import rnn as ref
+from . import registry
 from .registry import Case, Exercise, Mistake, randn, register
 
 NOTEBOOK = "01_rnn.ipynb"
@@ -151,6 +152,73 @@ def _jac_sigmoid_derivative(h_t, w_hh):
     return (h_t * (1 - h_t)).unsqueeze(-1) * w_hh
 
 
+# 1.4 an experiment: the gain at which the gradient neither vanishes nor explodes -------------------------
+
+EDGE = 3.0  # the first input's gradient must be within this factor of the last input's
+
+
+def _edge_cases(g: torch.Generator) -> list[Case]:
+    def case(label: str, b: int, t: int, d: int, h: int, scale: float) -> Case:
+        k = 1 / math.sqrt(h)  # PyTorch's initialisation of the input weights and biases: uniform(-k, k)
+        w_ih, b_ih, b_hh = (
+            (torch.rand(*shape, generator=g, dtype=torch.float64) * 2 - 1) * k for shape in ((h, d), (h,), (h,))
+        )
+        rotation, _ = torch.linalg.qr(randn(g, h, h))  # a random orthogonal matrix
+        return Case(label, (randn(g, b, t, d, scale=scale), w_ih, rotation, b_ih, b_hh, randn(g, h, scale=k)))
+
+    return [
+        case("B = 8 sequences of T = 40 steps, D = 8, H = 16", 8, 40, 8, 16, 1.0),
+        case("B = 8, T = 60, D = 16, H = 32, inputs half as large (tanh nearly linear)", 8, 60, 16, 32, 0.5),
+        case("B = 8, T = 30, D = 4, H = 24, inputs three times as large (tanh saturates)", 8, 30, 4, 24, 3.0),
+    ]
+
+
+def gradient_ratio(gain: float, x, w_ih, rotation, b_ih, b_hh, u) -> float:
+    """||d(u.h_T)/dx_1|| / ||d(u.h_T)/dx_T||, each averaged over the batch, with W_hh = gain * rotation."""
+    x = x.detach().clone().requires_grad_(True)
+    with torch.enable_grad():
+        _, h_T = ref.rnn_layer(x, None, w_ih, gain * rotation, b_ih, b_hh)
+        (h_T @ u).sum().backward()
+    size = x.grad.norm(dim=-1).mean(dim=0)  # (T,): how much each input matters to the last state
+    return (size[0] / size[-1]).item()
+
+
+def balanced_gain(x, w_ih, rotation, b_ih, b_hh, u):
+    """The gain g for which, with W_hh = g * rotation, the first input's gradient is about the last one's.
+
+    The ratio grows with the gain (from vanishing to exploding), so bisect on log g until it is about 1.
+    """
+    low, high = math.log(0.5), math.log(4.0)
+    for _ in range(30):
+        middle = (low + high) / 2
+        if gradient_ratio(math.exp(middle), x, w_ih, rotation, b_ih, b_hh, u) < 1:
+            low = middle
+        else:
+            high = middle
+    return math.exp((low + high) / 2)
+
+
+def _judge_gain(case: Case, answer) -> str | None:
+    if isinstance(answer, torch.Tensor) and answer.numel() == 1 and answer.dtype.is_floating_point:
+        answer = answer.item()
+    if isinstance(answer, bool) or not isinstance(answer, (int, float)):
+        return f"the answer should be one number, the gain; got {registry.describe(answer)}"
+    if not math.isfinite(answer) or answer <= 0:
+        return f"the gain should be a positive finite number, got {answer!r}"
+    ratio = gradient_ratio(float(answer), *case.args)
+    if 1 / EDGE <= ratio <= EDGE:
+        return None
+    way = "vanishes" if ratio < 1 else "explodes"
+    return (
+        f"with the gain {answer:.4g}, the first input's gradient is {ratio:.3g} times the last input's: it {way} "
+        f"(it must be between {1 / EDGE:.2g} and {EDGE:g} times)"
+    )
+
+
+def _gain_fixed(value: float):
+    return lambda x, w_ih, rotation, b_ih, b_hh, u: value
+
+
 register(
     Exercise(
         id="1.1",
@@ -253,5 +321,41 @@ register(
             Mistake("h_t * (1 - h_t) is the sigmoid's derivative; tanh's is 1 - h_t^2.", _jac_sigmoid_derivative),
         ),
         forbidden=BUILTIN_RNN + BUILTIN_JACOBIAN,
+    ),
+    Exercise(
+        id="1.4",
+        title="the knife edge",
+        idea=(
+            "the gradient that reaches the first input shrinks with a small gain and grows with a large one; "
+            "measure the ratio for a few gains, see which way it moves, and narrow the interval where it "
+            "crosses one."
+        ),
+        points=3,
+        name="balanced_gain",
+        kind="function",
+        reference=balanced_gain,
+        make_cases=_edge_cases,
+        judge=_judge_gain,
+        mistakes=(
+            Mistake(
+                "a gain of 1 keeps the rotation length-preserving, but every tanh step still squashes the "
+                "gradient a little, and over many steps that adds up: the gain must be larger than 1.",
+                _gain_fixed(1.0),
+            ),
+            Mistake(
+                "1.5 is the gain that happened to work for the chapter's example; the edge moves with the length, "
+                "the sizes and the inputs, so measure it for each case's weights.",
+                _gain_fixed(1.5),
+            ),
+            Mistake(
+                "this gain makes the gradient explode: the first input matters thousands of times more than the "
+                "last. Measure, then move towards a smaller gain.",
+                _gain_fixed(3.0),
+            ),
+            Mistake(
+                "0 removes the recurrence: no gradient reaches the earlier inputs at all.",
+                _gain_fixed(0.0),
+            ),
+        ),
     ),
 )

@@ -209,6 +209,7 @@ def _grade_exercise(
                     "cases": [_encode_case(c) for c in cases],
                     "timeout": call_timeout,
                     "forbidden": list(ex.forbidden),
+                    "grad": ex.judge is not None,
                 },
                 call_timeout,
             )

@@ -71,6 +71,9 @@ class Exercise:
     forbidden: tuple[str, ...] = ()
     atol: float = 1e-6
     rtol: float = 1e-6
+    # An experiment has no single right output: judge(case, answer) says why an answer fails (None if it
+    # passes), measuring it with the reference code; the reference is then one answer that passes.
+    judge: Callable[[Case, Any], str | None] | None = None
 
     @property
     def chapter(self) -> int:
@@ -148,8 +151,19 @@ def run_case(exercise: Exercise, obj: Any, case: Case) -> Any:
             return module(*case.args, **case.kwargs)
     if not callable(obj):
         raise TypeError(f"{exercise.name} should be a function, got {type(obj).__name__}")
-    with torch.no_grad():
+    # An experiment (judged) may measure gradients or train a model; an implementation is compared as data.
+    with torch.set_grad_enabled(exercise.judge is not None):
         return obj(*case.args, **case.kwargs)
+
+
+def verdict(ex: Exercise, case: Case, actual: Any) -> str | None:
+    """None when the answer to one case is right, else one sentence that says what is wrong with it."""
+    if ex.judge is None:
+        return compare(run_case(ex, ex.reference, case), actual, ex.atol, ex.rtol)
+    try:
+        return ex.judge(case, actual)
+    except Exception as exc:  # noqa: BLE001 - an answer the judge cannot measure is a wrong answer
+        return f"the answer could not be measured ({type(exc).__name__}: {str(exc)[:200]})"
 
 
 def describe(value: Any) -> str:

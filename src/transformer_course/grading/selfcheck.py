@@ -30,7 +30,7 @@ from typing import Any
 
 from . import registry
 from .cells import HEADER
-from .registry import PUBLIC_SEED, Exercise, compare, run_case
+from .registry import PUBLIC_SEED, Exercise, compare, run_case, verdict
 
 REFERENCE_FALLBACK = "   The cells below use the reference implementation until this check passes."
 
@@ -93,8 +93,7 @@ def evaluate(
                 len(cases),
                 (f"on case '{case.label}' your code raised {type(exc).__name__}: {exc}{_where(exc)}"),
             )
-        expected = run_case(ex, ex.reference, case)
-        problem = compare(expected, actual, ex.atol, ex.rtol)
+        problem = verdict(ex, case, actual)
         if problem:
             message = f"on case '{case.label}', {problem}."
             hint = _matching_mistake(ex, case, actual) if mistake_hint else None

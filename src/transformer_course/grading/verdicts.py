@@ -9,7 +9,7 @@ from typing import Any
 
 from . import registry
 from .codec import CodecError, decode
-from .registry import Exercise, compare, run_case
+from .registry import Exercise, compare, run_case, verdict
 
 __all__ = ["compare_cases"]
 
@@ -44,8 +44,7 @@ def compare_cases(ex: Exercise, cases: list[registry.Case], answer: dict) -> tup
         except CodecError as exc:
             lines.append(f"✗ {label}: the result could not be read ({exc})")
             continue
-        expected = run_case(ex, ex.reference, case)
-        problem = _safe_compare(expected, actual, ex)
+        problem = _safe_verdict(ex, case, actual)
         if problem is None:
             lines.append(f"✓ {label}")
             right += 1
@@ -56,9 +55,9 @@ def compare_cases(ex: Exercise, cases: list[registry.Case], answer: dict) -> tup
     return lines, None, bool(cases) and right == len(cases) and not called_forbidden
 
 
-def _safe_compare(expected: Any, actual: Any, ex: Exercise) -> str | None:
+def _safe_verdict(ex: Exercise, case: registry.Case, actual: Any) -> str | None:
     try:
-        return compare(expected, actual, ex.atol, ex.rtol)
+        return verdict(ex, case, actual)
     except Exception as exc:  # noqa: BLE001 - an unexpected value is a wrong answer, never a crash
         return f"the result could not be compared with the reference ({type(exc).__name__})"
 

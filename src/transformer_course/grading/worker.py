@@ -122,7 +122,7 @@ def _decode_input(value):
     return codec.decode(value)
 
 
-def _run_case(kind: str, name: str, obj, case: dict):
+def _run_case(kind: str, name: str, obj, case: dict, grad: bool = False):
     args, kwargs = _decode_input(case["args"]), _decode_input(case["kwargs"])
     if kind == "module":
         if not isinstance(obj, type):
@@ -138,7 +138,7 @@ def _run_case(kind: str, name: str, obj, case: dict):
             return module(*args, **kwargs)
     if not callable(obj):
         raise TypeError(f"{name} should be a function, got {type(obj).__name__}")
-    with torch.no_grad():
+    with torch.set_grad_enabled(grad):  # an experiment may measure gradients or train; a function may not need to
         return obj(*args, **kwargs)
 
 
@@ -180,7 +180,7 @@ def _call(command: dict) -> dict:
         for case in command["cases"]:
             try:
                 with _FunctionMode(watch), _DispatchMode(watch):
-                    value = _run_case(kind, name, obj, case)
+                    value = _run_case(kind, name, obj, case, bool(command.get("grad")))
                 results.append({"value": codec.encode(value, strict=True)})
             except NotImplementedError:
                 results.append({"error": "not attempted (NotImplementedError)", "not_attempted": True})
