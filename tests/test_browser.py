@@ -459,7 +459,7 @@ def test_a_student_notebook_in_jupyterlab(lab, browser):
     assert "did not run to the end" in cells[check]["text"]
     after = cells[check + 1]
     assert after["source"].startswith("# The Thinking Machines example") and "tensor(" in after["text"], after
-    assert "⏳ Exercise 5.2" in cells[_index(cells, 'causal_mask = check("5.2"')]["text"]
+    assert "⏳ Exercise 5.2" in cells[_index(cells, 'decoder_mask = check("5.2"')]["text"]
     page.screenshot(path=str(Path(os.environ.get("BROWSER_SCREENSHOTS", tempfile.gettempdir())) / "lab-05.png"))
     page.close()
     assert not errors, errors

@@ -92,7 +92,7 @@ def test_shortcuts_earn_nothing(course_root, tmp_path):
     outputs = {t.name[9:12]: t.output for t in report.tests}
     assert "reference package" in outputs["5.1"]
     # the forged probe message cannot even be sent (no IPython in the sandbox); the wrong mask gets its hint
-    assert "entries wrong" in outputs["5.2"] and "Hint: your mask lets each position see the future" in outputs["5.2"]
+    assert "entries wrong" in outputs["5.2"] and "Hint: the triangle is the wrong way round" in outputs["5.2"]
     assert "scaled_dot_product_attention" in outputs["5.3"] and "refused" in outputs["5.3"]
     assert "name 'check' is not defined" in outputs["5.4"]  # the worker holds no course code to reach
 
@@ -113,7 +113,7 @@ def test_total_time_limit_still_reports(course_root, tmp_path):
 
 def test_a_cell_that_kills_the_kernel_is_reported(course_root, tmp_path):
     report = grade_notebook(_with_cells(course_root, tmp_path, "exit.ipynb", {"5.3": KILLS_KERNEL}), course_root)
-    assert scores(report) == {"5.1": 2, "5.2": 2, "5.3": 0, "5.4": 0}
+    assert scores(report) == {"5.1": 2, "5.2": 3, "5.3": 0, "5.4": 0, "5.5": 0}
     assert any("killed by the submission" in p for p in report.problems), report.problems
     assert "killed by the submission" in report.tests[2].output and "not graded" in report.tests[3].output
 

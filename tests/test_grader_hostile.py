@@ -75,8 +75,9 @@ EARNS_NOTHING = {
         "found = glob.glob(repo + '/solutions/05_self_attention.ipynb')\n"
         "found += glob.glob(repo + '/**/transformer_course/attention.py', recursive=True)\n"
         "found += glob.glob(sys.prefix + '/lib/*/site-packages/transformer_course/attention.py')\n"
-        "def causal_mask(t):\n"
-        "    return torch.ones(t, t, dtype=torch.bool).triu()\n"
+        "def decoder_mask(lengths, t):\n"
+        "    keys = torch.arange(t)\n"
+        "    return (keys[None, None, :] < lengths[:, None, None]) & (keys[None, :] >= keys[:, None])\n"
         "for path in found:\n"
         "    if path.endswith('.py'):\n"
         "        exec(open(path).read().replace('from __future__ import annotations', ''), globals())\n"
@@ -115,6 +116,16 @@ EARNS_NOTHING = {
         "        pass\n" + _SELF_ATTENTION_INIT + "    def forward(self, x, mask=None):\n"
         "        return x, x\n"
     ),
+    # an input on which even the right attention has no answer (a query that sees no key), so that every bug
+    # "differs" through its NaN (after 5.4's forgeries the worker's answer is unreadable anyway; the judge's
+    # own words for it are tested in tests/wrong_answers/ch05.py's last round)
+    "5.5": (
+        "def catch_every_bug(t, d_k):\n"
+        "    q, k, v = torch.randn(t, d_k), torch.randn(t, d_k), torch.randn(t, d_k + 1)\n"
+        "    mask = torch.ones(t, t, dtype=torch.bool).tril()\n"
+        "    mask[0] = False\n"
+        "    return 1000 * q, k, v, mask\n"
+    ),
 }
 
 # Honest work that must lose nothing: comments and strings naming forbidden things, a method named like
@@ -129,7 +140,7 @@ HONEST = {
         "    print('debugging ' * 1000)\n"
         "    return q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])\n"
     ),
-    "5.2": "%time x = 1\ndef causal_mask(t):\n    return torch.ones(t, t, dtype=torch.bool).tril()\n",
+    "5.2": "%time x = 1\ndef decoder_mask(lengths, t):\n    return padding_mask_from_lengths(lengths, t) & causal_mask(t)\n",
     "5.3": (
         "import os\n"
         "def scaled_dot_product_attention(q, k, v, mask=None):\n"
@@ -157,7 +168,7 @@ CRASHES = {
         "    if os.fork() == 0:\n"
         f"        os.execvp('sh', ['sh', '-c', 'sleep 600; echo {TOKEN}'])\n"
         "    os._exit(0)\n"
-        "def causal_mask(t):\n    return torch.ones(t, t, dtype=torch.bool).tril()\n"
+        "def decoder_mask(lengths, t):\n    return padding_mask_from_lengths(lengths, t) & causal_mask(t)\n"
     ),
     "5.3": (
         "import signal\n"
@@ -240,7 +251,7 @@ def test_builtin_through_a_string_is_caught_while_it_runs(graded):
 @needs_bwrap
 def test_patched_machinery_forged_answers_and_detached_processes_earn_nothing(graded):
     report, left = graded["earns"]
-    assert scores(report) == {"5.1": 0, "5.2": 0, "5.3": 0, "5.4": 0}, report.markdown()
+    assert scores(report) == {"5.1": 0, "5.2": 0, "5.3": 0, "5.4": 0, "5.5": 0}, report.markdown()
     assert left == []  # the detached loop died with the sandbox, before the report was returned
 
 
@@ -254,7 +265,7 @@ def test_honest_work_loses_nothing(graded):
 @needs_bwrap
 def test_detached_pipe_holder_and_ignored_time_limit_end_in_bounded_time(graded):
     report, left = graded["crashes"]
-    assert scores(report) == {"5.1": 2, "5.2": 2, "5.3": 0, "5.4": 0}, report.markdown()
+    assert scores(report) == {"5.1": 2, "5.2": 3, "5.3": 0, "5.4": 0, "5.5": 0}, report.markdown()
     assert "did not stop" in _outputs(report)["5.3"] and "not graded" in _outputs(report)["5.4"]
     assert report.seconds < 120 and left == []
 

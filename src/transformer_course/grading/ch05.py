@@ -1,4 +1,5 @@
-"""Chapter 5 exercises: attention scores, the causal mask, scaled dot-product attention, a self-attention layer."""
+"""Chapter 5 exercises: attention scores, the decoder's mask, scaled dot-product attention, a self-attention layer, and
+a test input that catches every bug of a list (an analysis exercise, judged rather than compared)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import math
 import torch
 
 from .. import attention as ref
+from . import registry
 from .registry import Case, Exercise, Mistake, randn, register
 
 NOTEBOOK = "05_self_attention.ipynb"
@@ -42,24 +44,55 @@ def _scores_transposed(q, k):
     return k @ q.transpose(-2, -1) / math.sqrt(q.shape[-1])
 
 
-# 5.2 causal mask -----------------------------------------------------------------------------
+# 5.2 the decoder's mask: padding and causal together -------------------------------------------
 
 
-def _causal_cases(g: torch.Generator) -> list[Case]:
-    sizes = torch.randint(2, 10, (3,), generator=g).tolist()
-    return [Case("t = 1", (1,))] + [Case(f"t = {t}", (t,)) for t in sizes]
+def _decoder_cases(g: torch.Generator) -> list[Case]:
+    t = int(torch.randint(5, 9, (1,), generator=g))
+    lengths = torch.randint(2, t, (3,), generator=g).tolist()
+    return [
+        Case("one sentence of length 3 padded to t = 4", (torch.tensor([3]), 4)),
+        Case(f"a batch of 3, lengths {lengths}, t = {t}", (torch.tensor(lengths), t)),
+        Case(f"a batch of 2, lengths [1, {t}], t = {t}", (torch.tensor([1, t]), t)),
+    ]
 
 
-def _causal_upper(t):
-    return torch.ones(t, t, dtype=torch.bool).triu()
+def decoder_mask(lengths, t):
+    """(B, t, t) boolean: True where query i of sequence b may attend to key j, that is j <= i and j < lengths[b]."""
+    keys = torch.arange(t)
+    causal = keys[None, :] <= keys[:, None]  # (t, t): key j not after query i
+    real = keys[None, :] < lengths[:, None]  # (B, t): key j is a real token of sequence b
+    return real[:, None, :] & causal[None, :, :]
 
 
-def _causal_strict(t):
-    return torch.ones(t, t, dtype=torch.bool).tril(-1)
+def _decoder_or(lengths, t):
+    keys = torch.arange(t)
+    return (keys[None, None, :] < lengths[:, None, None]) | (keys[None, :] <= keys[:, None])
 
 
-def _causal_float(t):
-    return torch.ones(t, t).tril()
+def _decoder_causal_only(lengths, t):
+    keys = torch.arange(t)
+    return (keys[None, :] <= keys[:, None]).expand(len(lengths), t, t)
+
+
+def _decoder_padding_only(lengths, t):
+    keys = torch.arange(t)
+    return (keys[None, :] < lengths[:, None])[:, None, :].expand(len(lengths), t, t)
+
+
+def _decoder_future(lengths, t):
+    keys = torch.arange(t)
+    return (keys[None, None, :] < lengths[:, None, None]) & (keys[None, :] >= keys[:, None])
+
+
+def _decoder_padding_on_queries(lengths, t):
+    keys = torch.arange(t)
+    return (keys[None, :, None] < lengths[:, None, None]) & (keys[None, :] <= keys[:, None])
+
+
+def _decoder_unbroadcast(lengths, t):
+    keys = torch.arange(t)
+    return (keys[None, :] < lengths[:, None])[:, None, :]
 
 
 # 5.3 scaled dot-product attention ------------------------------------------------------------
@@ -165,6 +198,108 @@ class _LayerValuesUnprojected(ref.SelfAttention):
         return ref.scaled_dot_product_attention(self.w_q(x), self.w_k(x), x, mask)
 
 
+# 5.5 a test input that catches every bug ----------------------------------------------------------
+
+OVERFLOW = 709.8  # exp(x) is infinite in float64 above about this
+
+
+def _naive_softmax_attention(q, k, v, mask=None):
+    scores = ref.attention_scores(q, k)
+    e = scores.exp()  # no subtraction of the largest score first: overflows on large scores
+    if mask is not None:
+        e = e * mask
+    w = e / e.sum(-1, keepdim=True)
+    return w @ v, w
+
+
+def _scaled_by_values(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(v.shape[-1])  # the size of the values, not of the keys
+    return _softmax_attend(scores, v, mask)
+
+
+# The bugs of the exercise, as the notebook names them; the notebook's given cell defines the same list.
+BUGS = {
+    "no division by sqrt(d_k)": _sdpa_unscaled,
+    "divided by sqrt(d_v), the size of the values": _scaled_by_values,
+    "softmax over the queries": _sdpa_wrong_axis,
+    "mask ignored": _sdpa_mask_ignored,
+    "mask inverted": _sdpa_mask_inverted,
+    "weights zeroed after the softmax": _sdpa_mask_after_softmax,
+    "masked scores set to 0": _sdpa_mask_zero_fill,
+    "softmax without subtracting the largest score": _naive_softmax_attention,
+}
+
+
+def _bug_cases(g: torch.Generator) -> list[Case]:
+    sizes = [
+        (int(torch.randint(3, 7, (1,), generator=g)), int(torch.randint(2, 9, (1,), generator=g))) for _ in range(2)
+    ]
+    return [Case("t = 3 positions, d_k = 2", (3, 2))] + [Case(f"t = {t}, d_k = {d}", (t, d)) for t, d in sizes]
+
+
+def catch_every_bug(t, d_k):
+    """One input (q (t, d_k), k (t, d_k), v (t, d_v), mask (t, t)) on which every bug of BUGS gives a wrong output."""
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn(t, d_k, generator=g, dtype=torch.float64)
+    k = torch.randn(t, d_k, generator=g, dtype=torch.float64)
+    k[0] = 1.0
+    q[-1] = 1000.0  # one huge score, q_(t-1) . k_0 / sqrt(d_k) = 1000 sqrt(d_k): exp overflows without the max
+    v = torch.randn(t, d_k + 1, generator=g, dtype=torch.float64)  # d_v != d_k tells the two scalings apart
+    mask = torch.ones(t, t, dtype=torch.bool).tril()  # masked keys, not symmetric, none of the rows empty
+    return q, k, v, mask
+
+
+def _as_matrix(name: str, value, rows: int, cols: int | None) -> str | None:
+    if not isinstance(value, torch.Tensor) or value.dim() != 2 or not value.dtype.is_floating_point:
+        return f"{name} should be a 2-D floating-point tensor, got {registry.describe(value)}"
+    if value.shape[0] != rows or (cols is not None and value.shape[1] != cols):
+        want = f"({rows}, {cols})" if cols is not None else f"({rows}, d_v)"
+        return f"{name} should have shape {want}, got {tuple(value.shape)}"
+    if not torch.isfinite(value).all():
+        return f"{name} holds infinite or NaN entries; a test input should be finite"
+    return None
+
+
+def _judge_bug_input(case: Case, answer) -> str | None:
+    t, d_k = case.args
+    if not isinstance(answer, (tuple, list)) or len(answer) != 4:
+        return f"the answer should be the four tensors (q, k, v, mask), got {registry.describe(answer)}"
+    q, k, v, mask = answer
+    for name, value, cols in (("q", q, d_k), ("k", k, d_k), ("v", v, None)):
+        problem = _as_matrix(name, value, t, cols)
+        if problem:
+            return problem
+    if not 1 <= v.shape[1] <= 64:
+        return f"v should have between 1 and 64 columns, got {v.shape[1]}"
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool or tuple(mask.shape) != (t, t):
+        return f"mask should be a ({t}, {t}) boolean tensor, got {registry.describe(mask)}"
+    if not mask.any(-1).all():
+        empty = int((~mask.any(-1)).nonzero()[0])
+        return f"query {empty} may see no key at all, so even a correct attention has no answer for it"
+    q, k, v = q.double(), k.double(), v.double()
+    right, _ = ref.scaled_dot_product_attention(q, k, v, mask)
+    missed = []
+    for name, bug in BUGS.items():
+        with torch.no_grad():
+            out, _ = bug(q, k, v, mask)
+        if torch.isfinite(out).all() and torch.allclose(out, right, atol=1e-6, rtol=1e-6):
+            missed.append(name)
+    if missed:
+        return f"{len(missed)} of the {len(BUGS)} bugs give the right output on this input: " + "; ".join(missed)
+    return None
+
+
+def _bug_input_random(mask_kind: str, d_v_extra: int = 0, scale: float = 1.0):
+    def answer(t, d_k):
+        g = torch.Generator().manual_seed(1)
+        q, k = (scale * torch.randn(t, d_k, generator=g, dtype=torch.float64) for _ in range(2))
+        v = torch.randn(t, d_k + d_v_extra, generator=g, dtype=torch.float64)
+        full = torch.ones(t, t, dtype=torch.bool)
+        return q, k, v, full if mask_kind == "none" else full.tril()
+
+    return answer
+
+
 register(
     Exercise(
         id="5.1",
@@ -189,22 +324,35 @@ register(
     ),
     Exercise(
         id="5.2",
-        title="the causal mask",
+        title="the decoder's mask",
         idea=(
-            "query i may see key j exactly when j is not after i: the allowed pairs form a triangle that "
-            "includes the diagonal."
+            "a key is visible to a query when two things hold at once: it is a real token of that sequence, not "
+            "padding, and it is not after the query; build each condition on the grid of query and key "
+            "positions and combine them for every sequence of the batch."
         ),
-        points=2,
-        name="causal_mask",
+        points=3,
+        name="decoder_mask",
         kind="function",
-        reference=ref.causal_mask,
-        make_cases=_causal_cases,
+        reference=decoder_mask,
+        make_cases=_decoder_cases,
         mistakes=(
             Mistake(
-                "your mask lets each position see the future: keep the lower triangle, not the upper.", _causal_upper
+                "the two conditions are combined with 'or': a key must be real AND not in the future.", _decoder_or
             ),
-            Mistake("the diagonal is masked: a position may always attend to itself.", _causal_strict),
-            Mistake("return a boolean tensor (dtype=torch.bool), True where attending is allowed.", _causal_float),
+            Mistake("the lengths are ignored: padding keys must be hidden too.", _decoder_causal_only),
+            Mistake("the future is visible: a query may see keys up to its own position only.", _decoder_padding_only),
+            Mistake(
+                "the triangle is the wrong way round: keys after the query are hidden, not those before.",
+                _decoder_future,
+            ),
+            Mistake(
+                "the padding condition is applied to the queries (the rows); padding hides keys (the columns).",
+                _decoder_padding_on_queries,
+            ),
+            Mistake(
+                "the mask has one row per sequence: combine it with the causal grid so that every query gets its own row.",
+                _decoder_unbroadcast,
+            ),
         ),
     ),
     Exercise(
@@ -255,5 +403,36 @@ register(
             Mistake("the values are the raw input: project them with w_v.", _LayerValuesUnprojected),
         ),
         forbidden=BUILTIN_ATTENTION,
+    ),
+    Exercise(
+        id="5.5",
+        title="a test input that catches every bug",
+        idea=(
+            "a bug hides on inputs where it happens to agree with the right answer; go through the list, ask "
+            "for each bug which property of the input would expose it, and build one input that has all those "
+            "properties at once, in different rows where they conflict."
+        ),
+        points=3,
+        name="catch_every_bug",
+        kind="function",
+        reference=catch_every_bug,
+        make_cases=_bug_cases,
+        judge=_judge_bug_input,
+        mistakes=(
+            Mistake(
+                "with nothing masked, every masking bug agrees with the right answer: the input needs hidden keys.",
+                _bug_input_random("none"),
+            ),
+            Mistake(
+                "two bugs slip through: with d_v = d_k the two scalings agree, and with moderate scores the softmax "
+                "without its maximum subtracted does not overflow.",
+                _bug_input_random("causal"),
+            ),
+            Mistake(
+                "when every score is huge, every version of the softmax puts all the weight on one key, so the bugs "
+                "that only rescale the scores change nothing: keep some rows moderate.",
+                _bug_input_random("causal", d_v_extra=1, scale=60.0),
+            ),
+        ),
     ),
 )
