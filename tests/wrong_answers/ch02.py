@@ -76,6 +76,37 @@ _GRU = """def gru_cell(x_t, h, w_ih, w_hh, b_ih, b_hh):
     r, z = torch.sigmoid(x_r + h_r), torch.sigmoid(x_z + h_z)
 """
 
+
+def _forget_bias(measure: str, raised: str = "", returned: str = "product.mean().item()") -> str:
+    """choose_forget_bias by bisection, with the lines that raise the forget gate and measure the memory."""
+    return (
+        "def choose_forget_bias(x, w_ih, w_hh, b_ih, b_hh, target):\n"
+        "    B, T, _ = x.shape\n"
+        "    H = w_hh.shape[1]\n"
+        "\n"
+        "    def kept(bias):\n"
+        "        raised, raised_hh = b_ih.clone(), b_hh.clone()\n"
+        "        raised[H:2 * H] += bias\n"
+        f"{raised}"
+        "        state = (x.new_zeros(B, H), x.new_zeros(B, H))\n"
+        "        product, gates = x.new_ones(B, H), []\n"
+        "        for t in range(T):\n"
+        "            _, f, _, _ = lstm_gates(x[:, t], state[0], w_ih, w_hh, raised, raised_hh)\n"
+        "            state = lstm_cell(x[:, t], state, w_ih, w_hh, raised, raised_hh)\n"
+        f"{measure}"
+        f"        return {returned}\n"
+        "\n"
+        "    low, high = -10.0, 30.0\n"
+        "    for _ in range(30):\n"
+        "        middle = (low + high) / 2\n"
+        "        if kept(middle) < target:\n"
+        "            low = middle\n"
+        "        else:\n"
+        "            high = middle\n"
+        "    return (low + high) / 2\n"
+    )
+
+
 WRONG_ROUNDS = [
     {
         # forget gate and input gate swapped (blocks taken as f, i, g, o)
@@ -89,7 +120,9 @@ WRONG_ROUNDS = [
         "2.3": _layer(carry_c=False),
         # every layer reads x instead of the layer below
         "2.4": _stack(layer_input="x"),
-        "2.5": _GRU + "    return z * torch.tanh(x_n + r * h_n) + (1 - z) * h\n",  # interpolation reversed
+        "2.6": _GRU + "    return z * torch.tanh(x_n + r * h_n) + (1 - z) * h\n",  # interpolation reversed
+        # a near miss: the bisection raises the forget rows of both biases, so the grader's single raise is half
+        "2.5": _forget_bias("            product = product * f\n", raised="        raised_hh[H:2 * H] += bias\n"),
     },
     {
         # tanh where sigmoid belongs
@@ -100,7 +133,13 @@ WRONG_ROUNDS = [
         "2.3": _layer(carry_h=False),
         # every layer starts from layer 0's initial state
         "2.4": _stack(layer_state="(state[0][0], state[1][0])"),
-        "2.5": _GRU + "    return (1 - z) * torch.tanh(x_n + h_n) + z * h\n",  # no reset gate
+        "2.6": _GRU + "    return (1 - z) * torch.tanh(x_n + h_n) + z * h\n",  # no reset gate
+        # the formula for a gate that hears only its bias, sigmoid(b) ** T = target: the inputs ignored
+        "2.5": (
+            "def choose_forget_bias(x, w_ih, w_hh, b_ih, b_hh, target):\n"
+            "    f = target ** (1 / x.shape[1])\n"
+            "    return math.log(f / (1 - f))\n"
+        ),
     },
     {
         # the blocks read in the order i, f, o, g
@@ -115,7 +154,7 @@ WRONG_ROUNDS = [
         # h_n and c_n swapped
         "2.4": _stack(result="(torch.stack(cs), torch.stack(hs))"),
         # the reset gate applied to h before the product, as in Cho et al.'s paper (not PyTorch's form)
-        "2.5": (
+        "2.6": (
             "def gru_cell(x_t, h, w_ih, w_hh, b_ih, b_hh):\n"
             "    x_r, x_z, x_n = (x_t @ w_ih.T + b_ih).chunk(3, dim=-1)\n"
             "    w_hr, w_hz, w_hn = w_hh.chunk(3, dim=0)\n"
@@ -125,5 +164,7 @@ WRONG_ROUNDS = [
             "    n = torch.tanh(x_n + (r * h) @ w_hn.T + b_hn)\n"
             "    return (1 - z) * n + z * h\n"
         ),
+        # the mean forget gate to the power T: the average of a product is not the product of the averages
+        "2.5": _forget_bias("            gates.append(f)\n", returned="torch.stack(gates).mean().item() ** T"),
     },
 ]

@@ -60,6 +60,8 @@ WRONG_ROUNDS = [
         + "    if min(matches) == 0:\n        return 0.0\n"
         + "    p = sum(math.log(m / t) for m, t in zip(matches, totals)) / 4\n"
         + "    return 100 * math.exp(p) * (math.exp(1 - r / c) if c < r else 1.0)\n",
+        # the reference itself: every version of BLEU gives it 100, so nothing is fooled
+        "3.6": "def fool_bleu(references):\n    return list(references[0]), list(references[0])\n",
     },
     {
         "3.3": (  # feeds back its own predictions instead of the true tokens
@@ -87,6 +89,12 @@ WRONG_ROUNDS = [
         + "            totals[n - 1] += sum(counts.values())\n"
         + "    p = sum(m / t for m, t in zip(matches, totals)) / 4\n"
         + "    return 100 * p * (math.exp(1 - r / c) if c < r else 1.0)\n",
+        # the near miss: the right first trick, but a hypothesis one word short loses little to the penalty
+        "3.6": (
+            "def fool_bleu(references):\n"
+            "    shortest = min(references, key=len)\n"
+            "    return list(shortest[:4]) * 5, list(shortest[:-1])\n"
+        ),
     },
     {
         "3.5": _BLEU  # the mean of sentence-level scores instead of one corpus score
@@ -108,5 +116,11 @@ WRONG_ROUNDS = [
         + "        bp = math.exp(1 - rr / len(hyp)) if len(hyp) < rr else 1.0\n"
         + "        scores.append(100 * bp * math.exp(sum(math.log(a / b) for a, b in zip(m, t)) / 4))\n"
         + "    return sum(scores) / len(scores)\n",
+        # one word repeated and a three-word prefix: no 4-gram matches, so every version gives 0
+        "3.6": (
+            "def fool_bleu(references):\n"
+            "    shortest = min(references, key=len)\n"
+            "    return [shortest[0]] * 20, list(shortest[:3])\n"
+        ),
     },
 ]

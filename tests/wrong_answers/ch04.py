@@ -14,6 +14,21 @@ _STEP = """class AttentionDecoderStep(nn.Module):
         scores = additive_score(s, h, self.W.weight, self.U.weight, self.v.weight[0])
 """
 
+_STEER = """def steer_attention(h, W, U, v, j):
+    s = torch.zeros(1, W.shape[1], dtype=h.dtype, requires_grad=True)
+    optimizer = torch.optim.Adam([s], lr=0.1)
+    for _ in range(200):
+"""
+_STEER_LOG_WEIGHT = """        _, weights = attention_context(additive_score(s, h, W, U, v), h)
+        loss = -torch.log(weights[0, {target}])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        with torch.no_grad():
+            s.clamp_(-1, 1)
+    return {result}
+"""
+
 WRONG_ROUNDS = [
     {
         "4.1": "def additive_score(s, h, W, U, v):\n    return ((s @ W.T)[:, None, :] + h @ U.T) @ v\n",  # no tanh
@@ -30,6 +45,12 @@ WRONG_ROUNDS = [
             "        s_new = self.cell(torch.cat([self.embedding(y_prev), context], -1), s)\n"
             "        return self.out(torch.cat([s_new, context], -1)), s_new, weights\n"
         ),
+        "4.4": _STEER
+        + (  # climbs the raw score of j, without the bound: the state leaves [-1, 1]
+            "        loss = -additive_score(s, h, W, U, v)[0, j]\n"
+            "        optimizer.zero_grad()\n        loss.backward()\n        optimizer.step()\n"
+            "    return s.detach()\n"
+        ),
     },
     {
         "4.1": "def additive_score(s, h, W, U, v):\n    return torch.tanh((s @ U.T)[:, None, :] + h @ W.T) @ v\n",  # W, U swapped
@@ -45,6 +66,8 @@ WRONG_ROUNDS = [
             "        s_new = self.cell(torch.cat([self.embedding(y_prev), context], -1), s)\n"
             "        return self.out(torch.cat([s_new, context], -1)), s_new, weights\n"
         ),
+        # near miss: the right search, but the state comes back as a vector (H,), not one row (1, H)
+        "4.4": _STEER + _STEER_LOG_WEIGHT.format(target="j", result="s.detach()[0]"),
     },
     {
         "4.2": (  # mask ignored
@@ -52,5 +75,7 @@ WRONG_ROUNDS = [
             "    weights = torch.softmax(scores, dim=-1)\n"
             "    return (weights[:, :, None] * h).sum(1), weights\n"
         ),
+        # near miss: the right search, with j counted from 1 as in the equations
+        "4.4": _STEER + _STEER_LOG_WEIGHT.format(target="j - 1", result="s.detach()"),
     },
 ]

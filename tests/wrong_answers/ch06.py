@@ -35,6 +35,23 @@ def _merge(body: str) -> str:
     return "def merge_heads(x):\n    B, h, T, d_k = x.shape\n" + body
 
 
+def _heads(head_0: str, head_1: str, scale: str = "10 * math.sqrt(T)") -> str:
+    return (
+        "def two_heads(T):\n"
+        f"    scale = {scale}\n"
+        "    w_q, w_k = torch.zeros(2 * T, 2 * T), torch.zeros(2 * T, 2 * T)\n"
+        f"    w_q[:T, :T] = scale * {head_0}\n"
+        f"    w_q[T:, :T] = scale * {head_1}\n"
+        "    w_k[:T, :T] = torch.eye(T)\n"
+        "    w_k[T:, :T] = torch.eye(T)\n"
+        "    return w_q, w_k\n"
+    )
+
+
+PREVIOUS = "torch.diag(torch.ones(T - 1), 1)"  # column t has its entry in row t - 1: query t asks for key t - 1
+ITSELF = "torch.eye(T)"
+
+
 WRONG_ROUNDS = [
     {
         "6.1": _split("    return x.reshape(B, n_heads, T, d_k)\n"),  # heads split along the wrong axis
@@ -44,6 +61,7 @@ WRONG_ROUNDS = [
         + (  # no W_O
             "        out, weights = attention(q, k, v, mask)\n        return merge_heads(out), weights\n"
         ),
+        "6.4": _heads(ITSELF, PREVIOUS),  # the heads swapped
     },
     {
         "6.1": _split("    return x.reshape(B, T, d_k, n_heads).permute(0, 3, 1, 2)\n"),  # every h-th feature per head
@@ -57,6 +75,7 @@ WRONG_ROUNDS = [
             "        weights = torch.softmax(scores, dim=-1)\n"
             "        return self.w_o(merge_heads(weights @ v)), weights\n"
         ),
+        "6.4": _heads("torch.diag(torch.ones(T - 1), -1)", ITSELF),  # head 0 attends to the next position
     },
     {
         "6.1": _split("    return x.reshape(B, T, n_heads, d_k)\n"),  # head axis left after the time axis
@@ -72,5 +91,6 @@ WRONG_ROUNDS = [
             "        out, weights = attention(q, k, v, mask)\n"
             "        return self.w_o(merge_heads(out)), weights\n"
         ),
+        "6.4": _heads(PREVIOUS, ITSELF, scale="10.0"),  # near miss: too soft once sqrt(d_k) = sqrt(T) grows
     },
 ]

@@ -1,7 +1,8 @@
 """Chapter 7 submissions for the grader tests: plausible wrong answers, as exercise-cell code without the header line.
 
 Each round costs one grading run; every exercise named in a round must lose exactly its own points. A wrong
-7.1 fails its check, so the layer of 7.3 is built on the reference table.
+7.1 fails its check, so the layer of 7.3 is built on the reference table. Chapter 7 has fewer rounds than
+exercise 7.4 needs wrong answers, so its third wrong answer has a round of its own.
 """
 
 
@@ -47,6 +48,14 @@ def _layer(forward: str) -> str:
     )
 
 
+def _sentences(body: str) -> str:
+    return (
+        "def indistinguishable_sentences(embedding, w_q, w_k, w_v, n):\n"
+        "    a = torch.arange(n) % embedding.shape[0]\n"
+        f"{body}"
+    )
+
+
 PAPER_ANGLES = "position / 10000 ** (two_i / d_model)"
 PAPER_THETA = "k / 10000 ** (two_i / d_model)"
 
@@ -55,10 +64,18 @@ WRONG_ROUNDS = [
         "7.1": _table(PAPER_ANGLES, "torch.cos(angles)", "torch.sin(angles)"),  # sine and cosine swapped
         "7.2": _shift(PAPER_THETA, "torch.sin(theta)", "-torch.sin(theta)"),  # the transpose: a shift by -k
         "7.3": _layer("return self.dropout(x + self.pe[:T])"),  # offset ignored
+        # 7.4: one token replaced, so the two sentences hold different words: told apart without positions
+        "7.4": _sentences("    b = a.clone()\n    b[0] = (b[0] + 1) % embedding.shape[0]\n    return a, b\n"),
     },
     {
         "7.1": _table("position / 1000 ** (two_i / d_model)", "torch.sin(angles)", "torch.cos(angles)"),  # base 1000
         "7.2": _shift("k / 1000 ** (two_i / d_model)", "-torch.sin(theta)", "torch.sin(theta)"),  # base 1000
         "7.3": _layer("return self.dropout(x + self.pe[offset + 1 : offset + 1 + T])"),  # positions start at 1
+        "7.4": _sentences("    return a, a.flip(0)\n"),  # near miss: 0 1 0 reversed is the same sentence
+    },
+    {
+        # ids from 0 to n - 1, whatever the vocabulary: beyond V - 1 when the sentence is longer than it
+        "7.4": "def indistinguishable_sentences(embedding, w_q, w_k, w_v, n):\n    a = torch.arange(n)\n"
+        "    return a, a.roll(1)\n",
     },
 ]

@@ -29,6 +29,27 @@ _ATTEND = """    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.s
     return weights @ v, k, v
 """
 
+_TRAP = """def greedy_trap(vocab_size, max_len, beam_size):
+    V = vocab_size
+"""
+# The solution's table as probabilities, every row summing to 1: after {bos}, the lure 3 and the good token 4;
+# after the lure and after the good token, <eos> with probabilities {lure_eos} and {good_eos}.
+_TRAP_PROBS = """    probs = torch.full((V, V), 0.1 / (V - 1), dtype=torch.float64)
+    probs[:, EOS] = 0.9
+    probs[{bos}] = (0.6 - {lure}) / (V - 2)
+    probs[{bos}, 3], probs[{bos}, 4] = {lure}, 0.4
+    probs[3] = (1 - {lure_eos}) / (V - 1)
+    probs[3, EOS] = {lure_eos}
+    probs[4] = (1 - {good_eos}) / (V - 1)
+    probs[4, EOS] = {good_eos}
+"""
+
+
+def _trap(bos=1, lure=0.5, lure_eos=0.3, good_eos=0.96, log=True) -> str:
+    body = _TRAP_PROBS.format(bos=bos, lure=lure, lure_eos=lure_eos, good_eos=good_eos)
+    return _TRAP + body + ("    return probs.log()\n" if log else "    return probs\n")
+
+
 WRONG_ROUNDS = [
     {
         "9.1": _SCORE
@@ -43,13 +64,15 @@ WRONG_ROUNDS = [
         )
         + _SELECT
         + _STEP_RETURN,
-        "9.3": _CACHE
+        "9.4": _CACHE
         + (  # the cache returned as it came: the new position is never appended
             "    k = k_new if cache_k is None else torch.cat([cache_k, k_new], dim=2)\n"
             "    v = v_new if cache_v is None else torch.cat([cache_v, v_new], dim=2)\n"
             "    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)\n"
             "    return weights @ v, cache_k, cache_v\n"
         ),
+        # a uniform table: every choice a tie, so ties, not the model, decide greedy's output
+        "9.3": _TRAP + "    return torch.full((V, V), -math.log(V), dtype=torch.float64)\n",
     },
     {
         "9.1": _SCORE
@@ -63,12 +86,14 @@ WRONG_ROUNDS = [
         )
         + _SELECT
         + _STEP_RETURN,
-        "9.3": _CACHE
+        "9.4": _CACHE
         + (  # keys and values concatenated on the heads axis
             "    k = k_new if cache_k is None else torch.cat([cache_k, k_new], dim=1)\n"
             "    v = v_new if cache_v is None else torch.cat([cache_v, v_new], dim=1)\n"
         )
         + _ATTEND,
+        # the trap, returned as probabilities: the rows are not log-distributions
+        "9.3": _trap(log=False),
     },
     {
         "9.2": _STEP
@@ -83,12 +108,14 @@ WRONG_ROUNDS = [
             "            finished_scores.append(top[rank].item())\n"
         )
         + _STEP_RETURN,
-        "9.3": _CACHE
+        "9.4": _CACHE
         + (  # PyTorch's causal flag: with one query it sees the first key only
             "    k = k_new if cache_k is None else torch.cat([cache_k, k_new], dim=2)\n"
             "    v = v_new if cache_v is None else torch.cat([cache_v, v_new], dim=2)\n"
             "    return F.scaled_dot_product_attention(q, k, v, is_causal=True), k, v\n"
         ),
+        # a near miss: the trap is there, but the lure's continuation is not flat enough (0.22 nats)
+        "9.3": _trap(lure=0.45, lure_eos=0.5, good_eos=0.7),
     },
     {
         "9.1": _SCORE
@@ -102,7 +129,7 @@ WRONG_ROUNDS = [
         )
         + _SELECT
         + _STEP_RETURN,
-        "9.3": _CACHE
+        "9.4": _CACHE
         + (  # the new position attends to the earlier ones only
             "    k = k_new if cache_k is None else torch.cat([cache_k, k_new], dim=2)\n"
             "    v = v_new if cache_v is None else torch.cat([cache_v, v_new], dim=2)\n"
@@ -110,5 +137,7 @@ WRONG_ROUNDS = [
             "    weights = torch.softmax(q @ seen_k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)\n"
             "    return weights @ seen_v, k, v\n"
         ),
+        # <bos> taken to be token 0: the search starts from row 1, which ends at once, as the beam does
+        "9.3": _trap(bos=0),
     },
 ]

@@ -1,5 +1,5 @@
 """Chapter 2 exercises: the LSTM's gates, one step of the LSTM cell, an LSTM layer over a sequence, a stacked LSTM,
-and one step of the GRU cell."""
+one step of the GRU cell, and an experiment: the forget bias that keeps a given fraction of the memory."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import torch
 
 from .. import gru as gru_ref
 from .. import lstm as ref
+from . import registry
 from .registry import Case, Exercise, Mistake, randn, register
 
 NOTEBOOK = "02_lstm.ipynb"
@@ -38,7 +39,7 @@ def _affine(x_t, h, w_ih, w_hh, b_ih, b_hh):
 
 
 def _step_cases(g: torch.Generator, gates: int = 4) -> list[Case]:
-    """One step of a gated cell from (x_t, h): the cases of 2.1 (the LSTM's gates) and 2.5 (the GRU, gates=3)."""
+    """One step of a gated cell from (x_t, h): the cases of 2.1 (the LSTM's gates) and 2.6 (the GRU, gates=3)."""
     return [
         Case("B = 1, D = H = 2", (randn(g, 1, 2), randn(g, 1, 2).tanh(), *_weights(g, 2, 2, gates))),
         Case("B = 3, D = 4, H = 3", (randn(g, 3, 4), randn(g, 3, 3).tanh(), *_weights(g, 4, 3, gates))),
@@ -260,7 +261,7 @@ class _StackHCSwapped(ref.LSTM):
         return output, (c, h)
 
 
-# 2.5 one step of the GRU ----------------------------------------------------------------------------------
+# 2.6 one step of the GRU ----------------------------------------------------------------------------------
 
 
 def _gru_parts(x_t, h, w_ih, w_hh, b_ih, b_hh):
@@ -291,6 +292,102 @@ def _gru_no_reset(x_t, h, w_ih, w_hh, b_ih, b_hh):
     (_, x_z, x_n), (_, h_z, h_n) = _gru_parts(x_t, h, w_ih, w_hh, b_ih, b_hh)
     z = torch.sigmoid(x_z + h_z)
     return (1 - z) * torch.tanh(x_n + h_n) + z * h
+
+
+# 2.5 an experiment: the forget bias that keeps a given fraction of the memory -----------------------------
+
+WINDOW = 0.1  # the fraction kept must lie within 10% of the target: 0.45 to 0.55 for 0.5, 0.18 to 0.22 for 0.2
+
+
+def _retention_cases(g: torch.Generator) -> list[Case]:
+    def case(label: str, b: int, t: int, d: int, h: int, target: float, scale: float = 1.0) -> Case:
+        return Case(label, (randn(g, b, t, d, scale=scale), *_weights(g, d, h), target))
+
+    return [
+        case("B = 8 sequences of T = 40 steps, D = 8, H = 16: keep half (target 0.5)", 8, 40, 8, 16, 0.5),
+        case("B = 8, T = 60, D = 4, H = 8: keep a fifth (target 0.2)", 8, 60, 4, 8, 0.2),
+        case("B = 8, T = 30, D = 16, H = 32, inputs twice as large: keep half (target 0.5)", 8, 30, 16, 32, 0.5, 2.0),
+    ]
+
+
+def belt_retention(bias: float, x, w_ih, w_hh, b_ih, b_hh) -> torch.Tensor:
+    """(T,): after each step t, the fraction of the cell state c_0 that the belt still carries, f_1 * ... * f_t
+    (the derivative of c_t with respect to c_0 along the belt), averaged over the sequences and units.
+
+    The reference LSTM runs from the zero state with ``bias`` added to the forget-gate rows of b_ih.
+    """
+    hidden = w_hh.shape[1]
+    raised = b_ih.clone()
+    raised[hidden : 2 * hidden] += bias  # rows H:2H hold the forget gate (order i, f, g, o)
+    h = c = x.new_zeros(x.shape[0], hidden)
+    kept, curve = torch.ones_like(h), []
+    with torch.no_grad():
+        for t in range(x.shape[1]):
+            _, f, _, _ = ref.lstm_gates(x[:, t], h, w_ih, w_hh, raised, b_hh)
+            h, c = ref.lstm_cell(x[:, t], (h, c), w_ih, w_hh, raised, b_hh)
+            kept = kept * f
+            curve.append(kept.mean())
+    return torch.stack(curve)
+
+
+def choose_forget_bias(x, w_ih, w_hh, b_ih, b_hh, target):
+    """The number b which, added to the forget-gate rows of b_ih, makes the belt keep about ``target`` of c_0
+    over the T steps of x (the mean over sequences and units of the product of the forget gate's values).
+
+    The fraction kept grows with b, from 0 to 1, so bisect on b until it is the target.
+    """
+    hidden = w_hh.shape[1]
+
+    def kept(bias):
+        raised = b_ih.clone()
+        raised[hidden : 2 * hidden] += bias
+        h = c = x.new_zeros(x.shape[0], hidden)
+        product = torch.ones_like(h)
+        for t in range(x.shape[1]):
+            z_i, z_f, z_g, z_o = (x[:, t] @ w_ih.T + raised + h @ w_hh.T + b_hh).chunk(4, dim=-1)
+            f = torch.sigmoid(z_f)
+            c = f * c + torch.sigmoid(z_i) * torch.tanh(z_g)
+            h = torch.sigmoid(z_o) * torch.tanh(c)
+            product = product * f
+        return product.mean().item()
+
+    low, high = -10.0, 30.0  # the belt keeps nothing at -10 and everything at 30
+    with torch.no_grad():
+        for _ in range(30):
+            middle = (low + high) / 2
+            if kept(middle) < target:
+                low = middle
+            else:
+                high = middle
+    return (low + high) / 2
+
+
+def _judge_retention(case: Case, answer) -> str | None:
+    if isinstance(answer, torch.Tensor) and answer.numel() == 1 and answer.dtype != torch.bool:
+        answer = answer.item()  # a tensor that holds one number, as autograd or a bisection on tensors gives
+    if isinstance(answer, bool) or not isinstance(answer, (int, float)):
+        return f"the answer should be one number, the bias to add to the forget gate; got {registry.describe(answer)}"
+    if not math.isfinite(answer):
+        return f"the bias should be a finite number, got {answer!r}"
+    *inputs, target = case.args
+    kept = belt_retention(float(answer), *inputs)[-1].item()
+    low, high = (1 - WINDOW) * target, (1 + WINDOW) * target
+    if low <= kept <= high:
+        return None
+    way = "it forgets too fast" if kept < low else "it holds on too long"
+    return (
+        f"with the forget bias raised by {answer:.4g}, the belt keeps a fraction {kept:.3g} of c_0 after the "
+        f"{inputs[0].shape[1]} steps (the mean over sequences and units of the product of f): {way}; it must "
+        f"keep between {low:.3g} and {high:.3g}"
+    )
+
+
+def _bias_fixed(value: float):
+    return lambda x, w_ih, w_hh, b_ih, b_hh, target: value
+
+
+def _bias_closed_form(x, w_ih, w_hh, b_ih, b_hh, target):
+    return math.log(target ** (1 / x.shape[1]) / (1 - target ** (1 / x.shape[1])))
 
 
 register(
@@ -430,7 +527,7 @@ register(
         forbidden=BUILTIN_LSTM,
     ),
     Exercise(
-        id="2.5",
+        id="2.6",
         title="one step of the GRU",
         idea=(
             "the update gate interpolates between the old state and a candidate; the reset gate decides how much "
@@ -461,5 +558,49 @@ register(
             ),
         ),
         forbidden=BUILTIN_GRU,
+    ),
+    Exercise(
+        id="2.5",
+        title="how long the LSTM remembers",
+        idea=(
+            "the forget bias shifts every forget gate up, but the inputs keep moving the gates, so the fraction "
+            "the belt keeps has no formula: measure it for a few biases, see that it grows with the bias, and "
+            "narrow the interval where it meets the target."
+        ),
+        points=3,
+        name="choose_forget_bias",
+        kind="function",
+        reference=choose_forget_bias,
+        make_cases=_retention_cases,
+        judge=_judge_retention,
+        mistakes=(
+            Mistake(
+                "this is the bias for a gate that hears only its bias, the same value at every step; here the "
+                "inputs and the hidden state move the gate up and down, and over many steps a gate that swings "
+                "keeps less than a steady gate at its middle value. Measure the product of the actual forget "
+                "gates instead.",
+                _bias_closed_form,
+            ),
+            Mistake(
+                "a bias of 0 leaves the forget gate near one half, PyTorch's starting point: the belt halves its "
+                "content at every step and keeps almost nothing after T steps.",
+                _bias_fixed(0.0),
+            ),
+            Mistake(
+                "a forget bias of 1 is a good recipe for the start of training, not an answer to this question: "
+                "sigmoid(1) is about 0.73, and 0.73 to the power 30 or more is far below the target.",
+                _bias_fixed(1.0),
+            ),
+            Mistake(
+                "5 is the bias the chapter's training used; what it keeps depends on T, the weights and the "
+                "inputs, so measure for each case.",
+                _bias_fixed(5.0),
+            ),
+            Mistake(
+                "with a bias of 20 every forget gate is practically 1 and the belt keeps everything: the memory "
+                "must fade to the target, not stay whole.",
+                _bias_fixed(20.0),
+            ),
+        ),
     ),
 )

@@ -1,4 +1,5 @@
-"""Chapter 3 exercises: the encoder, a decoder step, teacher forcing, greedy decoding, corpus BLEU.
+"""Chapter 3 exercises: the encoder, a decoder step, teacher forcing, greedy decoding, corpus BLEU, and two
+hypotheses that fool a BLEU with a part missing (an analysis exercise, judged rather than compared).
 
 Exercise 3.5's cases are the course's own test sentences (token lists, 13a-tokenised), every reference of each,
 with hypotheses made from references by edits that each part of BLEU answers for: repeated words (the clip),
@@ -14,6 +15,7 @@ import torch
 
 from .. import bleu as bleu_ref
 from .. import seq2seq as ref
+from . import registry
 from .registry import Case, Exercise, Mistake, randn, register
 
 NOTEBOOK = "03_encoder_decoder.ipynb"
@@ -271,6 +273,65 @@ def _bleu_first_reference_length(hypotheses, references):
     return _bleu_from(matches, totals, c, sum(len(refs[0]) for refs in references))
 
 
+# 3.6 fool a BLEU with a part missing ----------------------------------------------------------------
+
+FOOLED = 2.0  # the broken BLEU must score the hypothesis at least this many times higher than BLEU does
+AT_LEAST = 20.0  # ... and at least this high, so that two zeros do not count
+
+
+def _fool_cases(g: torch.Generator) -> list[Case]:
+    # test sentences whose every reference has 8 tokens or more, so that a short hypothesis can be far shorter
+    pool = [refs for refs in _pick(g, 400) if min(len(r) for r in refs) >= 8]
+    one = [refs for refs in pool if len(refs) == 1][:2]
+    several = [refs for refs in pool if len(refs) >= 2][:1]
+    chosen = one + several
+    return [
+        Case(
+            f"{len(refs)} reference{'s' if len(refs) > 1 else ''}: {' '.join(refs[0])[:50]}", ([list(r) for r in refs],)
+        )
+        for refs in chosen
+    ]
+
+
+def fool_bleu(references):
+    """Two hypotheses for one sentence: one that only the clip sees through, one that only the brevity penalty does.
+
+    references: a list of token lists -> (hypothesis for the BLEU without clipping, hypothesis for the BLEU
+    without the brevity penalty), each a list of tokens.
+    """
+    shortest = min(references, key=len)
+    repeated = list(shortest[:4]) * 5  # one matched 4-gram, said five times: credited once by the clip
+    prefix = list(shortest[:4])  # every n-gram matches, but it is less than half the reference's length
+    return repeated, prefix
+
+
+def _judge_fooled(case: Case, answer) -> str | None:
+    (references,) = case.args
+    if not isinstance(answer, (tuple, list)) or len(answer) != 2:
+        return f"the answer should be a pair of hypotheses (two lists of tokens), got {registry.describe(answer)}"
+    for i, hypothesis in enumerate(answer):
+        if not isinstance(hypothesis, (list, tuple)) or not all(isinstance(w, str) for w in hypothesis):
+            return f"hypothesis {i + 1} should be a list of tokens (strings), got {registry.describe(hypothesis)}"
+        if not 1 <= len(hypothesis) <= 200:
+            return f"hypothesis {i + 1} should hold between 1 and 200 tokens, got {len(hypothesis)}"
+    for hypothesis, broken, missing in (
+        (answer[0], _bleu_unclipped, "without the clip"),
+        (answer[1], _bleu_no_brevity, "without the brevity penalty"),
+    ):
+        hypothesis = list(hypothesis)
+        fooled, real = broken([hypothesis], [references]), bleu_ref.bleu([hypothesis], [references])
+        if fooled < AT_LEAST or fooled < FOOLED * real:
+            return (
+                f"the BLEU {missing} gives '{' '.join(hypothesis)[:80]}' {fooled:.1f} and BLEU {real:.1f}; it must "
+                f"give at least {AT_LEAST:g} and {FOOLED:g} times BLEU's score"
+            )
+    return None
+
+
+def _fool_with(first, second):
+    return lambda references: (first(min(references, key=len)), second(min(references, key=len)))
+
+
 register(
     Exercise(
         id="3.1",
@@ -404,6 +465,42 @@ register(
                 "r is the first reference's length: take, for each sentence, the reference length closest to "
                 "the hypothesis's (the shorter of two equally close).",
                 _bleu_first_reference_length,
+            ),
+        ),
+    ),
+    Exercise(
+        id="3.6",
+        title="two ways to fool a broken BLEU",
+        idea=(
+            "each part of BLEU is there to refuse one kind of cheap hypothesis; for each broken version, ask what "
+            "it no longer refuses, and build a hypothesis that has exactly that fault and nothing else wrong."
+        ),
+        points=3,
+        name="fool_bleu",
+        kind="function",
+        reference=fool_bleu,
+        make_cases=_fool_cases,
+        judge=_judge_fooled,
+        mistakes=(
+            Mistake(
+                "a reference itself scores 100 with every version: a hypothesis that fools a broken BLEU must have "
+                "the fault its missing part would punish.",
+                lambda references: (list(references[0]), list(references[0])),
+            ),
+            Mistake(
+                "hypotheses shorter than four tokens have no 4-gram to match, so every version gives 0: keep at "
+                "least one matched 4-gram.",
+                _fool_with(lambda r: [r[0]] * 3, lambda r: list(r[:3])),
+            ),
+            Mistake(
+                "one word repeated matches unigrams only, and BLEU's geometric mean is 0 without a 4-gram match, "
+                "broken or not: repeat a longer piece of the reference.",
+                _fool_with(lambda r: [r[0]] * 20, lambda r: list(r[:4])),
+            ),
+            Mistake(
+                "a hypothesis only a word or two shorter than the reference loses little to the brevity penalty: "
+                "the penalty, exp(1 - r/c), bites when c is well below r.",
+                _fool_with(lambda r: list(r[:4]) * 5, lambda r: list(r[:-1])),
             ),
         ),
     ),

@@ -1,4 +1,5 @@
-"""Chapter 4 exercises: the additive score, the attention weights and context, an attention decoder step."""
+"""Chapter 4 exercises: the additive score, the attention weights and context, an attention decoder step, and
+an experiment: a decoder state that steers the attention to a chosen position."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import math
 import torch
 
 from .. import bahdanau as ref
-from .registry import Case, Exercise, Mistake, randn, register
+from .registry import Case, Exercise, Mistake, describe, randn, register
 
 NOTEBOOK = "04_bahdanau_attention.ipynb"
 
@@ -157,6 +158,120 @@ class _StepMaskIgnored(ref.AttentionDecoderStep):
         return super().forward(y_prev, s, h, None)
 
 
+# 4.4 an experiment: steer the attention with the decoder state ----------------------------------------
+
+STEER_THRESHOLD = 0.9  # the weight the steered state must put on the target position
+_STEER_ROOM = 6.0  # how far, at least, the target's keys lead the others' (see _steer_room)
+
+
+def _steer_room(h, U, v, j: int) -> float:
+    """How much of a lead position j's keys give it: 0 when no decoder state can single it out.
+
+    The score v . tanh(q + k) grows with each coordinate of the key k = U h_j where v is positive and falls
+    where v is negative, so a position whose key another's beats on every coordinate never wins, whatever the
+    state. On a coordinate where j's key leads all the others by some lead, a query that puts the steep part
+    of the tanh in that gap gives j up to 2 |v_a| tanh(lead / 2) over every other position, and a query far
+    out on the other coordinates makes them count alike for all positions: the room is the sum of those gains.
+    """
+    keys = (h[0] @ U.T) * v.sign()  # (T, A): larger is better on every coordinate
+    others = torch.cat([keys[:j], keys[j + 1 :]]).max(dim=0).values
+    lead = (keys[j] - others).clamp(min=0)
+    return (2 * v.abs() * torch.tanh(lead / 2)).sum().item()
+
+
+def _steer_cases(g: torch.Generator) -> list[Case]:
+    cases = []
+    for t, d, a, where in ((5, 16, 16, "the first"), (8, 24, 20, "an inner"), (12, 32, 24, "the last")):
+        j = {"the first": 0, "the last": t - 1}.get(where)
+        if j is None:
+            j = int(torch.randint(1, t - 1, (1,), generator=g))
+        # Draw until position j can be singled out with room to spare, so that a state in [-1, 1] that puts
+        # more than the threshold on it exists (a key beaten on every coordinate cannot win, whatever s is).
+        for _ in range(200):
+            h = torch.tanh(randn(g, 1, t, d, scale=1.5))  # encoder states in (-1, 1), as a GRU's are
+            W, U, v = randn(g, a, d), randn(g, a, d, scale=0.5), randn(g, a, scale=3.0)
+            if _steer_room(h, U, v, j) >= _STEER_ROOM:
+                break
+        cases.append(Case(f"T = {t}, H = {d}, A = {a}, target j = {j} ({where} position)", (h, W, U, v, j)))
+    return cases
+
+
+def _steer_weights(s, h, W, U, v) -> torch.Tensor:
+    return ref.attention_context(ref.additive_score(s, h, W, U, v), h)[1][0]  # (T,)
+
+
+def steer_attention(h, W, U, v, j, steps: int = 200, lr: float = 0.1):
+    """A decoder state s (1, H) in [-1, 1] whose additive attention puts its weight on position j.
+
+    Gradient ascent on the log of the weight on j, by Adam from the zero state, clamping s to [-1, 1] after
+    every step: the log rewards pulling the other positions' scores down as much as pushing j's up.
+    """
+    s = torch.zeros(1, W.shape[1], dtype=h.dtype, requires_grad=True)
+    optimizer = torch.optim.Adam([s], lr=lr)
+    for _ in range(steps):
+        loss = -torch.log(_steer_weights(s, h, W, U, v)[j])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        with torch.no_grad():
+            s.clamp_(-1, 1)
+    return s.detach()
+
+
+def _judge_steer(case: Case, answer) -> str | None:
+    h, W, U, v, j = case.args
+    shape = (1, W.shape[1])
+    if not isinstance(answer, torch.Tensor):
+        return f"the answer should be a decoder state, a tensor of shape {shape}; got {describe(answer)}"
+    if tuple(answer.shape) != shape:
+        return f"the state should have shape {shape} (one sentence, H = {shape[1]}), got {tuple(answer.shape)}"
+    if not answer.dtype.is_floating_point:
+        return f"the state should be a floating-point tensor, got dtype {answer.dtype}"
+    s = answer.detach().double().cpu()
+    if not bool(torch.isfinite(s).all()):
+        return f"the state has {int((~torch.isfinite(s)).sum())} entries that are NaN or infinite"
+    k = int(s.abs().argmax())
+    if s[0, k].abs().item() > 1 + 1e-6:
+        return (
+            f"entry {k} of the state is {s[0, k].item():.3g}, outside [-1, 1] ({int((s.abs() > 1 + 1e-6).sum())} "
+            f"entries are): a GRU's state cannot leave that range, so the attention must be steered within it"
+        )
+    weights = _steer_weights(s, h, W, U, v)
+    if weights[j].item() >= STEER_THRESHOLD:
+        return None
+    others = weights.clone()
+    others[j] = -1.0
+    i = int(others.argmax())
+    return (
+        f"the attention weight on position {j} is {weights[j].item():.3f} and the largest elsewhere is "
+        f"{weights[i].item():.3f}, on position {i}; the weight on {j} must be at least {STEER_THRESHOLD}"
+    )
+
+
+def _steer_zero(h, W, U, v, j):
+    return torch.zeros(1, W.shape[1], dtype=h.dtype)
+
+
+def _steer_own_state(h, W, U, v, j):
+    return h[:, j].clone()
+
+
+def _steer_raw_score(h, W, U, v, j):
+    """Gradient ascent on position j's own score, without a bound."""
+    s = torch.zeros(1, W.shape[1], dtype=h.dtype, requires_grad=True)
+    optimizer = torch.optim.Adam([s], lr=0.1)
+    for _ in range(200):
+        loss = -ref.additive_score(s, h, W, U, v)[0, j]
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return s.detach()
+
+
+def _steer_random(h, W, U, v, j):
+    return torch.rand(1, W.shape[1], generator=torch.Generator().manual_seed(0), dtype=h.dtype) * 2 - 1
+
+
 register(
     Exercise(
         id="4.1",
@@ -234,6 +349,45 @@ register(
                 "the attention is queried with the new state: Bahdanau's decoder queries with the previous state "
                 "s, before the cell updates it.",
                 _StepQueryNewState,
+            ),
+        ),
+    ),
+    Exercise(
+        id="4.4",
+        title="steer the attention",
+        idea=(
+            "the decoder state is the question the attention asks, so search for the state that asks for "
+            "position j: climb the log of that position's weight by gradient ascent, keeping every entry of "
+            "the state between minus one and one."
+        ),
+        points=3,
+        name="steer_attention",
+        kind="function",
+        reference=steer_attention,
+        make_cases=_steer_cases,
+        judge=_judge_steer,
+        mistakes=(
+            Mistake(
+                "the zero state asks nothing in particular: the weights then follow the keys alone, and position "
+                "j wins only where its keys happen to score highest. Search for a state that raises its weight.",
+                _steer_zero,
+            ),
+            Mistake(
+                "the encoder state at j as the query is what a dot-product score would reward, a vector scoring "
+                "highest against itself; the additive score adds W s to U h_j and squashes, so s = h_j favours "
+                "no position in particular. Measure the weight and climb it.",
+                _steer_own_state,
+            ),
+            Mistake(
+                "raising position j's own score also raises the others' (they share W s), and without a bound "
+                "the state leaves [-1, 1], where a GRU's state cannot go. Climb the log of j's weight, which "
+                "pushes the other scores down too, and clamp the state to [-1, 1] after every step.",
+                _steer_raw_score,
+            ),
+            Mistake(
+                "a random state looks somewhere at random: search, starting anywhere, for the state that puts "
+                "the weight on position j.",
+                _steer_random,
             ),
         ),
     ),

@@ -1,4 +1,5 @@
-"""Chapter 6 exercises: splitting and merging heads, and the forward pass of multi-head attention."""
+"""Chapter 6 exercises: splitting and merging heads, the forward pass of multi-head attention, and two heads
+built by hand."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import torch
 
 from .. import attention as attn
 from .. import multihead as ref
+from . import registry
 from .registry import Case, Exercise, Mistake, randn, register
 
 NOTEBOOK = "06_multihead_attention.ipynb"
@@ -237,6 +239,121 @@ class _MHAAveragedWeights(ref.MultiHeadAttention):
         return out, weights.mean(dim=1)
 
 
+# 6.4 two heads built by hand ---------------------------------------------------------------
+
+SHARP = 0.9  # the least weight each head must put on its intended key, at every query
+
+
+def _heads_cases(g: torch.Generator) -> list[Case]:
+    mid, large = int(torch.randint(5, 8, (1,), generator=g)), int(torch.randint(8, 13, (1,), generator=g))
+    return [Case(f"T = {t} positions, d_model = {2 * t}", (t,)) for t in (4, mid, large)]
+
+
+def two_heads(T):
+    """(w_q, w_k), each (2T, 2T) in nn.Linear's (out, in) layout, for one-hot positions x_t = e_t in 2T features:
+    head 0 (output rows 0 .. T-1) attends to the previous position, head 1 (rows T .. 2T-1) to the position itself."""
+    beta = 10 * math.sqrt(T)  # a scaled score of 10 on the chosen key against 0 on the others
+    eye = torch.eye(T, dtype=torch.float64)
+    w_q = torch.zeros(2 * T, 2 * T, dtype=torch.float64)
+    w_k = torch.zeros(2 * T, 2 * T, dtype=torch.float64)
+    w_q[:T, :T] = beta * torch.diag(torch.ones(T - 1, dtype=torch.float64), 1)  # column t: beta at row t - 1
+    w_q[T:, :T] = beta * eye  # query t asks for key t
+    w_k[:T, :T] = eye  # the keys are the positions themselves, in both heads
+    w_k[T:, :T] = eye
+    return w_q, w_k
+
+
+def head_weights(T: int, w_q: torch.Tensor, w_k: torch.Tensor) -> torch.Tensor:
+    """(2, T, T): the two heads' attention maps of the reference layer with these weights, W_V = W_O = I."""
+    d_model = 2 * T
+    layer = ref.MultiHeadAttention(d_model, 2, bias=False).double()
+    eye = torch.eye(d_model, dtype=torch.float64)
+    with torch.no_grad():
+        for linear, weight in ((layer.w_q, w_q), (layer.w_k, w_k), (layer.w_v, eye), (layer.w_o, eye)):
+            linear.weight.copy_(weight)
+        x = torch.eye(T, d_model, dtype=torch.float64)[None]  # (1, T, 2T): position t is e_t
+        _, weights = layer(x, x, x)
+    return weights[0]
+
+
+def _smallest(weights: torch.Tensor, queries: torch.Tensor, keys: torch.Tensor) -> tuple[float, int]:
+    on_target = weights[queries, keys]
+    i = int(on_target.argmin())
+    return float(on_target[i]), int(queries[i])
+
+
+def _judge_heads(case: Case, answer) -> str | None:
+    (T,) = case.args
+    shape = (2 * T, 2 * T)
+    if not isinstance(answer, (tuple, list)) or len(answer) != 2:
+        return f"the answer should be a pair (w_q, w_k) of tensors of shape {shape}, got {registry.describe(answer)}"
+    for name, w in zip(("w_q", "w_k"), answer):
+        if not isinstance(w, torch.Tensor) or not w.dtype.is_floating_point:
+            return f"{name} should be a floating-point tensor of shape {shape}, got {registry.describe(w)}"
+        if tuple(w.shape) != shape:
+            return f"{name} should have shape {shape} (d_model = 2T = {2 * T}), got {tuple(w.shape)}"
+        if not bool(w.isfinite().all()):
+            return f"{name} has entries that are NaN or infinite"
+    weights = head_weights(T, *(w.detach().double().cpu() for w in answer))
+    if not bool(weights.isfinite().all()):
+        return "the attention weights are NaN: the scores overflow to infinity; use smaller entries"
+    t = torch.arange(T)
+    previous, at_prev = _smallest(weights[0], t[1:], t[:-1])
+    itself, at_self = _smallest(weights[1], t, t)
+    if previous >= SHARP and itself >= SHARP:
+        return None
+    return (
+        f"the smallest weight head 0 puts on the previous position is {previous:.3g} (query {at_prev}), and head 1's "
+        f"on the position itself {itself:.3g} (query {at_self}); both must be at least {SHARP}"
+    )
+
+
+def _heads(T, previous_block, self_block):
+    eye = torch.eye(T, dtype=torch.float64)
+    w_q = torch.zeros(2 * T, 2 * T, dtype=torch.float64)
+    w_k = torch.zeros(2 * T, 2 * T, dtype=torch.float64)
+    w_q[:T, :T], w_q[T:, :T] = previous_block, self_block
+    w_k[:T, :T], w_k[T:, :T] = eye, eye
+    return w_q, w_k
+
+
+def _back(T):
+    return torch.eye(T, dtype=torch.float64).roll(-1, dims=0)  # column t: a 1 at row t - 1 (and row T - 1 for t = 0)
+
+
+def _heads_swapped(T):
+    beta = 10 * math.sqrt(T)
+    return _heads(T, beta * torch.eye(T, dtype=torch.float64), beta * _back(T))
+
+
+def _heads_forward(T):
+    beta = 10 * math.sqrt(T)
+    return _heads(T, beta * _back(T).T, beta * torch.eye(T, dtype=torch.float64))
+
+
+def _heads_soft(T):
+    return _heads(T, _back(T), torch.eye(T, dtype=torch.float64))
+
+
+def _heads_unscaled(T):
+    return _heads(T, 10 * _back(T), 10 * torch.eye(T, dtype=torch.float64))
+
+
+def _heads_identity(T):
+    eye = torch.eye(2 * T, dtype=torch.float64)
+    return eye, eye.clone()
+
+
+def _heads_side_by_side(T):
+    beta = 10 * math.sqrt(T)
+    eye = torch.eye(T, dtype=torch.float64)
+    w_q = torch.zeros(2 * T, 2 * T, dtype=torch.float64)
+    w_k = torch.zeros(2 * T, 2 * T, dtype=torch.float64)
+    w_q[:T, :T], w_q[:T, T:] = beta * _back(T), beta * eye  # the heads side by side along the input axis
+    w_k[:T, :T], w_k[:T, T:] = eye, eye
+    return w_q, w_k
+
+
 register(
     Exercise(
         id="6.1",
@@ -336,5 +453,53 @@ register(
             ),
         ),
         forbidden=BUILTIN_ATTENTION,
+    ),
+    Exercise(
+        id="6.4",
+        title="two heads built by hand",
+        idea=(
+            "with one-hot positions as inputs, a score is the product of one column of the query weights with "
+            "one column of the key weights, so the weights choose which pairs of positions score high; a large "
+            "factor, large even after the division by the square root of d_k, makes the softmax sharp."
+        ),
+        points=3,
+        name="two_heads",
+        kind="function",
+        reference=two_heads,
+        make_cases=_heads_cases,
+        judge=_judge_heads,
+        mistakes=(
+            Mistake(
+                "the heads are swapped: head 0 (output rows 0 to T - 1 of both matrices) must attend to the "
+                "previous position, head 1 (rows T to 2T - 1) to the position itself.",
+                _heads_swapped,
+            ),
+            Mistake(
+                "head 0 attends to the next position, not the previous one: the query of position t is column t of "
+                "the weight (nn.Linear computes x W^T), and it must pick out key t - 1.",
+                _heads_forward,
+            ),
+            Mistake(
+                "the pattern is right but the softmax is too soft: with scores of 1 / sqrt(T) against 0, the weight "
+                "spreads over all T keys. Multiply the query weights by a large factor.",
+                _heads_soft,
+            ),
+            Mistake(
+                "a factor of 10 is enough for a few positions, but the layer divides every score by sqrt(d_k) = "
+                "sqrt(T) and there are more keys to beat as T grows: let the factor grow with T.",
+                _heads_unscaled,
+            ),
+            Mistake(
+                "identity weights make every position ask for itself, softly, in both heads: head 0 must ask for "
+                "the previous position, and both need a large factor.",
+                _heads_identity,
+            ),
+            Mistake(
+                "the two heads sit side by side along the input axis (columns); a head is a block of output rows: "
+                "rows 0 to T - 1 for head 0, rows T to 2T - 1 for head 1. The second head's queries and keys are "
+                "zero, so its weights are uniform.",
+                _heads_side_by_side,
+            ),
+        ),
     ),
 )

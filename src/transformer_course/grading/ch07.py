@@ -1,4 +1,5 @@
-"""Chapter 7 exercises: the sinusoidal table, the rotation matrix of a shift, and the positional-encoding layer."""
+"""Chapter 7 exercises: the sinusoidal table, the rotation matrix of a shift, the positional-encoding layer, and
+two sentences that self-attention cannot tell apart without positions."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ import math
 
 import torch
 
+from .. import attention as attn
 from .. import positional as ref
+from . import registry
 from .registry import Case, Exercise, Mistake, randn, register
 
 NOTEBOOK = "07_positional_encoding.ipynb"
@@ -156,6 +159,112 @@ class _LayerTableOnly(ref.PositionalEncoding):
         return super().forward(torch.zeros_like(x), offset)
 
 
+# 7.4 sentences self-attention cannot tell apart --------------------------------------------
+
+SAME = 1e-9  # pooled outputs closer than this are the same vector (rounding is about 1e-16)
+APART = 1e-3  # with positions, the pooled outputs must differ by more than this
+
+
+def _sentence_case(g: torch.Generator, label: str, V: int, d_model: int, n: int) -> Case:
+    embedding = randn(g, V, d_model)
+    w_q, w_k, w_v = (randn(g, d_model, d_model, scale=1 / math.sqrt(d_model)) for _ in range(3))
+    return Case(label, (embedding, w_q, w_k, w_v, n))
+
+
+def _sentence_cases(g: torch.Generator) -> list[Case]:
+    V = _randint(g, 5, 10)
+    n = _randint(g, 3, V)
+    long = _randint(g, 5, 9)
+    return [
+        _sentence_case(g, f"V = {V} tokens, n = {n} positions, d_model = 8", V, 8, n),
+        _sentence_case(g, f"n = {long} positions from a vocabulary of only V = 3 tokens, d_model = 16", 3, 16, long),
+        _sentence_case(g, "V = 2 tokens, n = 3 positions, d_model = 8", 2, 8, 3),
+    ]
+
+
+def indistinguishable_sentences(embedding, w_q, w_k, w_v, n):
+    """Two different int64 token-id sequences of length n that hold the same tokens the same number of times:
+    the sequence 0, 1, 2, ... (modulo V) and the same sequence rotated by one place."""
+    a = torch.arange(n) % embedding.shape[0]
+    return a, a.roll(1)
+
+
+def pooled_output(embedding, w_q, w_k, w_v, ids, positions: bool) -> torch.Tensor:
+    """(d_v,): the mean over positions of one head of self-attention on the embedded ids, with or without
+    the sinusoidal encoding added to the embeddings."""
+    x = embedding[ids]  # (n, d_model)
+    if positions:
+        x = x + ref.sinusoidal_encoding(len(ids), embedding.shape[1], dtype=x.dtype)
+    out, _ = attn.scaled_dot_product_attention(x @ w_q.T, x @ w_k.T, x @ w_v.T)  # (n, d_v)
+    return out.mean(dim=0)
+
+
+def _judge_sentences(case: Case, answer) -> str | None:
+    embedding, w_q, w_k, w_v, n = case.args
+    V = embedding.shape[0]
+    if not isinstance(answer, (tuple, list)) or len(answer) != 2:
+        return f"the answer should be a pair of int64 tensors of shape ({n},), got {registry.describe(answer)}"
+    for name, ids in zip(("first", "second"), answer):
+        if not isinstance(ids, torch.Tensor) or ids.dtype != torch.int64:
+            return f"the {name} sequence should be an int64 tensor of token ids, got {registry.describe(ids)}"
+        if tuple(ids.shape) != (n,):
+            return f"the {name} sequence should have shape ({n},), one token id per position, got {tuple(ids.shape)}"
+        if ids.numel() and not 0 <= int(ids.min()) <= int(ids.max()) < V:
+            bad = int(ids.min()) if int(ids.min()) < 0 else int(ids.max())
+            return f"the {name} sequence holds the id {bad}, but the vocabulary has V = {V} tokens, ids 0 to {V - 1}"
+    a, b = answer
+    if torch.equal(a, b):
+        return f"the two sequences are the same sequence, {a.tolist()}; they must differ in at least one position"
+    apart = [
+        (pooled_output(embedding, w_q, w_k, w_v, a, p) - pooled_output(embedding, w_q, w_k, w_v, b, p)).abs().max()
+        for p in (False, True)
+    ]
+    without, with_positions = (float(d) for d in apart)
+    if not without <= SAME:
+        return (
+            f"without positions the layer already tells them apart: the pooled outputs differ by {without:.3g} "
+            f"(they must agree to within {SAME:g})"
+        )
+    if not with_positions > APART:
+        return (
+            f"with positions added the pooled outputs differ by only {with_positions:.3g}; they must differ by "
+            f"more than {APART:g}"
+        )
+    return None
+
+
+def _sentences_reversed(embedding, w_q, w_k, w_v, n):
+    a = torch.arange(n) % embedding.shape[0]
+    return a, a.flip(0)
+
+
+def _sentences_twice(embedding, w_q, w_k, w_v, n):
+    a = torch.arange(n) % embedding.shape[0]
+    return a, a.clone()
+
+
+def _sentences_one_replaced(embedding, w_q, w_k, w_v, n):
+    a = torch.arange(n) % embedding.shape[0]
+    b = a.clone()
+    b[-1] = (b[-1] + 1) % embedding.shape[0]
+    return a, b
+
+
+def _sentences_one_token(embedding, w_q, w_k, w_v, n):
+    a = torch.zeros(n, dtype=torch.int64)
+    return a, a.flip(0)
+
+
+def _sentences_out_of_range(embedding, w_q, w_k, w_v, n):
+    a = torch.arange(n)
+    return a, a.roll(1)
+
+
+def _sentences_float(embedding, w_q, w_k, w_v, n):
+    a = (torch.arange(n) % embedding.shape[0]).double()
+    return a, a.roll(1)
+
+
 register(
     Exercise(
         id="7.1",
@@ -244,6 +353,51 @@ register(
                 _LayerScaled,
             ),
             Mistake("the result is the encoding alone: add it to x.", _LayerTableOnly),
+        ),
+    ),
+    Exercise(
+        id="7.4",
+        title="sentences self-attention cannot tell apart",
+        idea=(
+            "without positions, self-attention only reorders its outputs when the words are reordered, so their "
+            "average over positions depends only on which tokens occur and how often; two different orders of the "
+            "same tokens look the same, until positions are added."
+        ),
+        points=2,
+        name="indistinguishable_sentences",
+        kind="function",
+        reference=indistinguishable_sentences,
+        make_cases=_sentence_cases,
+        judge=_judge_sentences,
+        mistakes=(
+            Mistake(
+                "a sentence that reads the same backwards, such as 0 1 0, is its own reversal: choose a reordering "
+                "that changes every sentence with at least two different tokens, not only some of them.",
+                _sentences_reversed,
+            ),
+            Mistake(
+                "the two sequences are one and the same: they must differ in at least one position.", _sentences_twice
+            ),
+            Mistake(
+                "replacing a token changes which tokens the sentence holds, and the average over positions sees "
+                "that even without positions: keep the same tokens, the same number of times each, and change "
+                "only their order.",
+                _sentences_one_replaced,
+            ),
+            Mistake(
+                "a sentence of one repeated token reads the same in every order: reordering it gives the same "
+                "sequence. Use at least two different tokens.",
+                _sentences_one_token,
+            ),
+            Mistake(
+                "token ids are integers: the sequences should be int64 tensors, not floating-point ones.",
+                _sentences_float,
+            ),
+            Mistake(
+                "some ids are V or more: the ids run from 0 to V - 1, so a sentence longer than the vocabulary must "
+                "use some tokens more than once.",
+                _sentences_out_of_range,
+            ),
         ),
     ),
 )

@@ -1,8 +1,9 @@
-"""Chapter 9 exercises: the length-normalised score, one step of beam search, and attention for the newest
-position with a key/value cache.
+"""Chapter 9 exercises: the length-normalised score, one step of beam search, attention for the newest
+position with a key/value cache, and an experiment: a bigram model on which greedy decoding loses to beam search.
 
 Exercise 9.2 works on one sentence, with its hypotheses as tuples of token ids: the grader compares tensors
 of floats to a tolerance and other values exactly, and token ids are best compared as what they are, ints.
+Exercise 9.3 is judged: the course's own greedy decoding and beam search run on the student's table.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import math
 import torch
 
 from .. import decoding as ref
+from . import registry
 from .registry import Case, Exercise, Mistake, randn, register
 
 NOTEBOOK = "09_beam_search.ipynb"
@@ -178,7 +180,7 @@ def _beam_cases(g: torch.Generator) -> list[Case]:
     ]
 
 
-# 9.3 attention for the newest position, with a key/value cache -----------------------------------------------
+# 9.4 attention for the newest position, with a key/value cache -----------------------------------------------
 
 
 def _cache_cases(g: torch.Generator) -> list[Case]:
@@ -229,6 +231,166 @@ def _cache_not_appended(q, k_new, v_new, cache_k, cache_v):
 def _cache_unscaled(q, k_new, v_new, cache_k, cache_v):
     k, v = _appended(cache_k, k_new), _appended(cache_v, v_new)
     return _attend(q, k, v, scale=False), k, v
+
+
+# 9.3 an experiment: a model on which greedy decoding loses -------------------------------------------------
+
+BOS = 1  # <bos>, as in every vocabulary of the course (<pad> = 0, <eos> = EOS = 2)
+TRAP_GAP = 0.5  # nats: beam search's sentence must be at least this much more probable than greedy's
+TIE = 1e-3  # nats: greedy's choice must beat the runner-up by at least this, or ties decide its output
+ROW_TOLERANCE = 1e-6  # how far from 0 the logsumexp of a row may be
+
+
+def _trap_cases(g: torch.Generator) -> list[Case]:
+    def case(beam_size: int, vocab: tuple[int, int], length: tuple[int, int]) -> Case:
+        vocab_size, max_len = (int(torch.randint(low, high + 1, (1,), generator=g)) for low, high in (vocab, length))
+        label = f"V = {vocab_size} tokens, at most L = {max_len} tokens, beam width k = {beam_size}"
+        return Case(label, (vocab_size, max_len, beam_size))
+
+    return [case(2, (5, 6), (3, 4)), case(3, (7, 8), (5, 6)), case(2, (7, 8), (5, 6))]
+
+
+class _Bigram(torch.nn.Module):
+    """A bigram table as a decoder with no layers, so that the course's greedy_decode and beam_search run on it
+    unchanged: the embedding of the last token is the next token's logits (a row of the table), there is no
+    source to encode and no position to add."""
+
+    bos_id = BOS
+    d_model = 1  # the embedding is scaled by sqrt(d_model) = 1
+    src_vocab = 1  # the one source token that the search is given: the table does not read it
+
+    def __init__(self, table: torch.Tensor, max_len: int):
+        super().__init__()
+        self.max_len = max_len
+        self.tgt_embed = torch.nn.Embedding.from_pretrained(table, freeze=True)
+        self.decoder = torch.nn.Module()
+        self.decoder.layers = torch.nn.ModuleList()  # no layers: nothing to cache, no cross-attention
+        self.decoder.norm = None
+        self.out = torch.nn.Identity()
+
+    def encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
+        return torch.zeros(src.shape[0], 1, 1, dtype=self.tgt_embed.weight.dtype)
+
+    def positional(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        return x
+
+
+def _token(t: int) -> str:
+    return {0: "<pad>", BOS: "<bos>", EOS: "<eos>"}.get(t, str(t))
+
+
+def _sentence(tokens: list[int], max_len: int) -> list[int]:
+    """Search outputs drop their <eos>: a sentence of fewer than max_len tokens ended with one."""
+    return tokens + [EOS] if len(tokens) < max_len else tokens
+
+
+def _log_prob(table: torch.Tensor, sentence: list[int]) -> float:
+    previous = [BOS] + sentence[:-1]
+    return sum(table[a, b].item() for a, b in zip(previous, sentence))
+
+
+def trap_searches(table: torch.Tensor, max_len: int, beam_size: int):
+    """The course's greedy decoding and beam search (alpha = 0: raw log-probabilities) from <bos> on a bigram
+    table (V, V) of log-probabilities. Returns (greedy's sentence, beam search's best), each a list of token ids
+    with its <eos> if it wrote one."""
+    model, src, src_mask = _Bigram(table, max_len), torch.zeros(1, 1, dtype=torch.long), torch.ones(1, 1).bool()
+    greedy = ref.greedy_decode(model, src, src_mask, max_len, eos_id=EOS)[0].tolist()
+    beam = ref.beam_search(model, src, src_mask, beam_size, max_len, alpha=0.0, eos_id=EOS).tokens[0]
+    return _sentence([t for t in greedy if t != EOS], max_len), _sentence(beam, max_len)
+
+
+def _judge_trap(case: Case, answer) -> str | None:
+    vocab, max_len, beam_size = case.args
+    if not isinstance(answer, torch.Tensor) or not answer.dtype.is_floating_point:
+        return (
+            f"the answer should be a floating-point tensor of shape ({vocab}, {vocab}), got {registry.describe(answer)}"
+        )
+    if tuple(answer.shape) != (vocab, vocab):
+        return f"the table should have shape ({vocab}, {vocab}), one row per token, got {tuple(answer.shape)}"
+    table = answer.detach().double().cpu()
+    if table.isnan().any() or (table == math.inf).any():
+        row = int((table.isnan() | (table == math.inf)).any(dim=1).nonzero()[0])
+        return f"row {row} of the table holds NaN or +inf; every entry must be a log-probability (-inf allowed)"
+    total = table.logsumexp(dim=1)  # (V,): 0 for a log-distribution
+    off = (total.abs() > ROW_TOLERANCE).nonzero()
+    if len(off):
+        row = int(off[0])
+        return (
+            f"the rows must be log-distributions, but row {row} (the next token after {_token(row)}) has "
+            f"logsumexp {total[row].item():.4g}: its exponentials sum to {total[row].exp().item():.4g}, not 1"
+        )
+    greedy, beam = trap_searches(table, max_len, beam_size)
+    for a, b in zip([BOS] + greedy[:-1], greedy):
+        top = table[a].topk(2).values
+        if top[0] - top[1] < TIE:
+            return (
+                f"after {_token(a)} the best next tokens tie (log-probability {top[0].item():.4g}): greedy's output "
+                f"would depend on how ties are broken; make its choice clear by at least {TIE:g} nats at every step"
+            )
+    words = lambda s: " ".join(map(_token, s))  # noqa: E731
+    greedy_lp, beam_lp = _log_prob(table, greedy), _log_prob(table, beam)
+    if greedy == beam:
+        return f"greedy decoding and beam search of width {beam_size} both write '{words(greedy)}' (log P = {greedy_lp:.3f})"
+    if beam_lp < greedy_lp + TRAP_GAP:
+        return (
+            f"beam search's '{words(beam)}' has log P = {beam_lp:.3f} and greedy's '{words(greedy)}' {greedy_lp:.3f}: "
+            f"a gap of {beam_lp - greedy_lp:.3f} nats; it must be at least {TRAP_GAP:g}"
+        )
+    return None
+
+
+def greedy_trap(vocab_size: int, max_len: int, beam_size: int) -> torch.Tensor:
+    """A bigram table (V, V) of log-probabilities, row a: the next token after a, on which greedy decoding writes a
+    less probable sentence than beam search: the best first token (the lure, 3) leads only to a flat row, the
+    second best (4) to a near-certain <eos>. Greedy: 3 <eos>, P = 0.5 x 0.3; beam: 4 <eos>, P = 0.4 x 0.96."""
+    v = vocab_size
+    probs = torch.full((v, v), 0.1 / (v - 1), dtype=torch.float64)  # any other token: <eos> with probability 0.9
+    probs[:, EOS] = 0.9
+    probs[BOS] = 0.1 / (v - 2)  # after <bos>: the lure 0.5, the good token 0.4, the rest share 0.1
+    probs[BOS, 3], probs[BOS, 4] = 0.5, 0.4
+    probs[3] = 0.7 / (v - 1)  # after the lure, a flat row: <eos> 0.3, every other token 0.7 / (V - 1)
+    probs[3, EOS] = 0.3
+    probs[4] = 0.04 / (v - 1)  # after the good token, <eos> almost surely
+    probs[4, EOS] = 0.96
+    return probs.log()
+
+
+def _trap_table(first: dict, after: dict, vocab_size: int) -> torch.Tensor:
+    """Log-probabilities: row BOS from ``first`` (token -> probability), row a from ``after[a]``, each row's
+    remaining probability spread evenly over its other tokens; rows not given put 0.9 on <eos>."""
+    probs = torch.empty(vocab_size, vocab_size, dtype=torch.float64)
+    for a in range(vocab_size):
+        given = first if a == BOS else after.get(a, {EOS: 0.9})
+        probs[a] = (1 - sum(given.values())) / (vocab_size - len(given))
+        for b, p in given.items():
+            probs[a, b] = p
+    return probs.log()
+
+
+def _trap_uniform(vocab_size, max_len, beam_size):
+    return torch.full((vocab_size, vocab_size), -math.log(vocab_size), dtype=torch.float64)
+
+
+def _trap_chain(vocab_size, max_len, beam_size):
+    # <bos> -> 3 -> 4 -> ... -> V - 1 -> <eos>, each with probability 0.9
+    after = {a: {a + 1: 0.9} for a in range(3, vocab_size - 1)}
+    return _trap_table({3: 0.9}, {**after, vocab_size - 1: {EOS: 0.9}}, vocab_size)
+
+
+def _trap_probabilities(vocab_size, max_len, beam_size):
+    return greedy_trap(vocab_size, max_len, beam_size).exp()
+
+
+def _trap_unnormalised(vocab_size, max_len, beam_size):
+    weights = {3: 5.0, 4: 4.0}  # the lure and the good token as weights 5 and 4, never divided by the row's total
+    table = greedy_trap(vocab_size, max_len, beam_size)
+    table[BOS, 3], table[BOS, 4] = math.log(weights[3]), math.log(weights[4])
+    return table
+
+
+def _trap_shallow(vocab_size, max_len, beam_size):
+    # the trap, but the lure's continuation is not flat enough: greedy loses by 0.22 nats only
+    return _trap_table({3: 0.45, 4: 0.4}, {3: {EOS: 0.5}, 4: {EOS: 0.7}}, vocab_size)
 
 
 register(
@@ -298,7 +460,7 @@ register(
         ),
     ),
     Exercise(
-        id="9.3",
+        id="9.4",
         title="attention for the newest position, with a key/value cache",
         idea=(
             "the new position's key and value join the cache, and the new query attends over everything in it, "
@@ -331,6 +493,49 @@ register(
                 _cache_not_appended,
             ),
             Mistake("the scores are not scaled by 1 / sqrt(d_k).", _cache_unscaled),
+        ),
+    ),
+    Exercise(
+        id="9.3",
+        title="a model on which greedy loses",
+        idea=(
+            "greedy decoding commits to the best first token before it sees what follows; give it a first token "
+            "that looks best but opens only onto improbable continuations, and a slightly worse one whose "
+            "continuation is nearly certain."
+        ),
+        points=3,
+        name="greedy_trap",
+        kind="function",
+        reference=greedy_trap,
+        make_cases=_trap_cases,
+        judge=_judge_trap,
+        mistakes=(
+            Mistake(
+                "in a uniform table every choice is a tie: greedy's output then depends only on how ties are "
+                "broken. Make one first token clearly the most probable, and let it lead somewhere poor.",
+                _trap_uniform,
+            ),
+            Mistake(
+                "when every token has one near-certain successor, greedy already follows the most probable "
+                "sentence and beam search finds the same one: the best first token must lead to a worse "
+                "continuation than the second best does.",
+                _trap_chain,
+            ),
+            Mistake(
+                "the rows hold probabilities; the table must hold their logarithms, so that the exponentials of "
+                "each row sum to 1.",
+                _trap_probabilities,
+            ),
+            Mistake(
+                "some entries are logarithms of weights that were never divided by their row's total: normalise "
+                "each row before taking its logarithm (or subtract its logsumexp).",
+                _trap_unnormalised,
+            ),
+            Mistake(
+                "the trap is there but too shallow: make the lure's continuations flatter (its best one less "
+                "probable), or the second-best token's continuation more certain, until the gap is 0.5 nats.",
+                _trap_shallow,
+            ),
         ),
     ),
 )

@@ -186,6 +186,13 @@ def compare(expected: Any, actual: Any, atol: float, rtol: float, where: str = "
                 return f"{where} should be a boolean tensor (True = may attend), got dtype {actual.dtype}"
             wrong = (actual != expected).sum().item()
             return None if wrong == 0 else f"{where} has {wrong} of {expected.numel()} entries wrong"
+        if not (expected.dtype.is_floating_point or expected.dtype.is_complex):  # integers, e.g. token ids: exact
+            if actual.dtype != expected.dtype:
+                return (
+                    f"{where} should be a {str(expected.dtype).replace('torch.', '')} tensor, got dtype {actual.dtype}"
+                )
+            wrong = (actual.cpu() != expected.cpu()).sum().item()
+            return None if wrong == 0 else f"{where} has {wrong} of {expected.numel()} entries wrong"
         if not (actual.dtype.is_floating_point or actual.dtype.is_complex):
             return f"{where} should be a floating-point tensor, got dtype {actual.dtype}"
         a, e = actual.detach().double().cpu(), expected.detach().double().cpu()
