@@ -48,6 +48,28 @@ _LOSS = """def label_smoothed_loss(logits, targets, mask, smoothing):
 
 _SCHEDULE = "def noam_lr(step, d_model, warmup, factor=1.0):\n"
 
+_COPY = """def train_copy_model(seed):
+    torch.manual_seed(seed)
+    generator = torch.Generator().manual_seed(seed)
+    model = Transformer(COPY_VOCAB, COPY_VOCAB, d_model=32, n_heads=4, n_encoder_layers=1,
+                        n_decoder_layers=1, d_ff=64, dropout=0.0, max_len=16)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.0, betas=(0.9, 0.98), eps=1e-9)
+    model.train()
+"""
+_COPY_BATCH = "        src, src_mask, tgt = copy_batch(128, generator)\n"
+_COPY_WARMUP = """        for group in optimizer.param_groups:
+            group["lr"] = noam_lr(torch.tensor(step, dtype=torch.float64), 32, 30, factor=0.5).item()
+"""
+_COPY_DECODE = """        memory_mask = src_mask[:, None, None, :]
+        logits = model.decode(tgt_in, model.encode(src, memory_mask), self_mask, memory_mask)
+"""
+_COPY_STEP = """        loss = label_smoothed_loss(logits, tgt, tgt != PAD, 0.1)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return dict(model.state_dict())
+"""
+
 WRONG_ROUNDS = [
     {
         "8.1": _ENCODER
@@ -75,6 +97,16 @@ WRONG_ROUNDS = [
         + (  # the warm-up inverted
             "    return factor * d_model ** -0.5 * torch.maximum(step ** -0.5, step * warmup ** -1.5)\n"
         ),
+        "8.6": _COPY
+        + "    for step in range(1, 161):\n"
+        + _COPY_BATCH
+        + _COPY_WARMUP
+        + (  # trained without the causal mask: the decoder sees the token it must predict
+            "        tgt_in = torch.cat([torch.full((len(tgt), 1), BOS), tgt[:, :-1]], dim=1)\n"
+            "        self_mask = (tgt_in != PAD)[:, None, None, :]\n"
+        )
+        + _COPY_DECODE
+        + _COPY_STEP,
     },
     {
         "8.1": _ENCODER
@@ -101,6 +133,17 @@ WRONG_ROUNDS = [
         + (  # the factor d_model^-0.5 left out
             "    return factor * torch.minimum(step ** -0.5, step * warmup ** -1.5)\n"
         ),
+        "8.6": _COPY
+        + "    for step in range(1, 161):\n"
+        + _COPY_BATCH
+        + _COPY_WARMUP
+        + (  # the targets not shifted: the decoder reads the token it must predict
+            "        tgt_in = tgt\n"
+            "        causal = torch.ones(tgt.shape[1], tgt.shape[1], dtype=torch.bool).tril()\n"
+            "        self_mask = causal & (tgt_in != PAD)[:, None, None, :]\n"
+        )
+        + _COPY_DECODE
+        + _COPY_STEP,
     },
     {
         "8.3": _FORWARD
@@ -110,5 +153,11 @@ WRONG_ROUNDS = [
         ),
         "8.4": "def label_smoothed_loss(logits, targets, mask, smoothing):\n"  # PyTorch's loss: refused
         "    return F.cross_entropy(logits[mask], targets[mask], label_smoothing=smoothing)\n",
+        "8.6": _COPY
+        + "    for step in range(1, 21):\n"  # near miss: the right loop, far too short a run to learn the task
+        + _COPY_BATCH
+        + _COPY_WARMUP
+        + "        logits = model(src, src_mask, tgt)\n"
+        + _COPY_STEP,
     },
 ]

@@ -1,5 +1,6 @@
 """Chapter 8 exercises: the encoder layer, the decoder layer, the model's forward pass (shifted targets and the
-decoder's masks), the label-smoothed loss and the warm-up schedule of "Attention is all you need"."""
+decoder's masks), the label-smoothed loss and the warm-up schedule of "Attention is all you need", and an
+experiment: the whole model trained on a toy task, judged by what it writes."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import torch
 
 from .. import transformer as ref
 from ..training import label_smoothed_loss, noam_lr
-from .registry import Case, Exercise, Mistake, randn, register
+from .registry import Case, Exercise, Mistake, describe, randn, register
 
 NOTEBOOK = "08_transformer.ipynb"
 PAD, BOS, EOS = 0, 1, 2
@@ -459,6 +460,169 @@ def _noam_linear_decay(step, d_model, warmup, factor=1.0):
     return factor * d_model**-0.5 * torch.minimum(step**-1.0, step * warmup**-2.0)
 
 
+# 8.6 an experiment: train the whole model, judged by what it writes ----------------------------------------
+
+COPY_VOCAB = 14  # chapter 4's digit vocabulary: <pad>, <bos>, <eos>, <unk>, then the digits 0 to 9 (4 to 13)
+COPY_MODEL = {
+    "d_model": 32,
+    "n_heads": 4,
+    "n_encoder_layers": 1,
+    "n_decoder_layers": 1,
+    "d_ff": 64,
+    "dropout": 0.0,
+    "max_len": 16,
+}
+COPY_STRINGS = 200  # new strings the judge decodes with the weights of each case
+COPY_PASS = 0.9  # the share of them the weights must repeat exactly (the recipe: at least 0.97 over 100 seeds)
+COPY_SMOOTHING = 0.1
+
+
+def copy_batch(n: int, generator: torch.Generator, min_len: int = 3, max_len: int = 8):
+    """n strings of min_len to max_len random digits: src (n, max_len) ids padded with <pad>, src_mask
+    (n, max_len) bool (True at the digits), tgt (n, max_len + 1): the same digits, <eos>, then <pad>."""
+    lengths = torch.randint(min_len, max_len + 1, (n,), generator=generator)
+    digits = torch.randint(4, COPY_VOCAB, (n, max_len), generator=generator)
+    src_mask = torch.arange(max_len) < lengths[:, None]
+    src = digits.masked_fill(~src_mask, PAD)
+    tgt = torch.cat([src, torch.full((n, 1), PAD)], dim=1)
+    tgt[torch.arange(n), lengths] = EOS
+    return src, src_mask, tgt
+
+
+def train_copy_model(seed: int) -> dict:
+    """The weights of a small Transformer (COPY_MODEL) trained to repeat strings of digits as the chapter's
+    solution trains its own: 160 steps of 128 new strings each, the label-smoothed loss, Adam and the warm-up
+    schedule (30 steps, factor 0.5). A dict name -> tensor."""
+    torch.manual_seed(seed)
+    generator = torch.Generator().manual_seed(seed)
+    model = FullTransformer(COPY_VOCAB, COPY_VOCAB, **COPY_MODEL).float()
+    # The chapter's model starts from PyTorch's own initialisation (the course's Glorot matrices train less surely
+    # in so few steps: 4 in 100 seeds repeat fewer than 95% of the strings, against none).
+    for module in model.modules():
+        if isinstance(module, torch.nn.Linear):
+            module.reset_parameters()
+    for embedding in (model.src_embed, model.tgt_embed):
+        torch.nn.init.normal_(embedding.weight, std=COPY_MODEL["d_model"] ** -0.5)
+    # foreach: one update for all the parameters at once, the same numbers sooner on a CPU
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.0, betas=(0.9, 0.98), eps=1e-9, foreach=True)
+    model.train()
+    for step in range(1, 161):
+        src, src_mask, tgt = copy_batch(128, generator)
+        for group in optimizer.param_groups:
+            group["lr"] = noam_lr(step, COPY_MODEL["d_model"], 30, factor=0.5)
+        loss = label_smoothed_loss(model(src, src_mask, tgt), tgt, tgt != PAD, COPY_SMOOTHING)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return {name: value.detach().clone() for name, value in model.state_dict().items()}
+
+
+def _copy_cases(g: torch.Generator) -> list[Case]:
+    seeds = torch.randint(0, 2**31 - 1, (3,), generator=g).tolist()
+    return [Case(f"training seed {s}, then {COPY_STRINGS} new strings of 3 to 8 digits to repeat", (s,)) for s in seeds]
+
+
+def _copy_strings(seed: int):
+    """The judge's strings for one case: drawn apart from the training batches of any seed's first steps."""
+    return copy_batch(COPY_STRINGS, torch.Generator().manual_seed(seed + 7919))
+
+
+def _copy_shapes() -> dict:
+    with torch.device("meta"):  # shapes only
+        model = FullTransformer(COPY_VOCAB, COPY_VOCAB, **COPY_MODEL)
+    return {name: tuple(value.shape) for name, value in model.state_dict().items()}
+
+
+def _tokens(ids) -> str:
+    """Token ids as text, up to the first <eos>: '2057<eos>'."""
+    names = {PAD: "<pad>", BOS: "<bos>", EOS: "<eos>", 3: "<unk>"}
+    words = [names.get(int(i), str(int(i) - 4)) for i in ids]
+    return "".join(words[: words.index("<eos>") + 1] if "<eos>" in words else words)
+
+
+def copy_score(weights: dict, seed: int) -> tuple[int, torch.Tensor, torch.Tensor, float]:
+    """(strings repeated exactly, the judge's sources, what the weights wrote greedily, their teacher-forced
+    loss), on the judge's strings for ``seed``; weights as checked by the judge."""
+    model = FullTransformer(COPY_VOCAB, COPY_VOCAB, **COPY_MODEL).double().eval()
+    model.load_state_dict({name: value.detach().double() for name, value in weights.items()})
+    src, src_mask, tgt = _copy_strings(seed)
+    with torch.no_grad():
+        written, _ = model.generate(src, src_mask, tgt.shape[1], use_cache=False)  # (N, <= T_x + 1), no <bos>
+        loss = label_smoothed_loss(model(src, src_mask, tgt), tgt, tgt != PAD, COPY_SMOOTHING).item()
+    written = torch.cat([written, torch.full((len(src), tgt.shape[1] - written.shape[1]), EOS)], dim=1)
+    right = ((written == tgt) | (tgt == PAD)).all(dim=1)  # every digit and the <eos>; after it, anything
+    return int(right.sum()), src, written, loss
+
+
+def _judge_copy(case: Case, answer) -> str | None:
+    if not isinstance(answer, dict):
+        got = f"a {type(answer).__name__} of {len(answer)}" if isinstance(answer, (tuple, list)) else describe(answer)
+        return f"the answer should be the trained model's weights, a dict from names to tensors; got {got}"
+    if type(answer) is not dict:
+        return (
+            f"the weights should be a plain dict, not {type(answer).__name__} (the grader carries no other kind): "
+            "dict(model.state_dict())"
+        )
+    shapes = _copy_shapes()
+    missing, unexpected = [k for k in shapes if k not in answer], [k for k in answer if k not in shapes]
+    if missing or unexpected:
+        sizes = ", ".join(f"{k}={v}" for k, v in COPY_MODEL.items())
+        return (
+            f"the weights should be those of Transformer({COPY_VOCAB}, {COPY_VOCAB}, {sizes}), but "
+            f"{len(missing)} of its names are missing{f' ({missing[0]}, ...)' if missing else ''} and "
+            f"{len(unexpected)} are not its own{f' ({str(unexpected[0])[:60]}, ...)' if unexpected else ''}"
+        )
+    for name, shape in shapes.items():
+        value = answer[name]
+        if not isinstance(value, torch.Tensor) or not value.dtype.is_floating_point:
+            return f"the weight {name} should be a floating-point tensor, got {describe(value)}"
+        if tuple(value.shape) != shape:
+            return f"the weight {name} should have shape {shape}, got {tuple(value.shape)}"
+        if not bool(torch.isfinite(value).all()):
+            return f"the weight {name} holds NaN or infinite values: the training diverged"
+    seed = case.args[0]
+    right, src, written, loss = copy_score(answer, seed)
+    if right >= COPY_PASS * COPY_STRINGS:
+        return None
+    _, _, tgt = _copy_strings(seed)
+    wrong = int(((written == tgt) | (tgt == PAD)).all(dim=1).logical_not().nonzero()[0])
+    n = int((src[wrong] != PAD).sum())
+    eos_first = int((written[:, 0] == EOS).sum())
+    return (
+        f"decoded greedily, these weights repeat {right} of {COPY_STRINGS} new strings ({right / COPY_STRINGS:.0%}; "
+        f"at least {COPY_PASS:.0%} needed), e.g. {_tokens(src[wrong, :n])} -> {_tokens(written[wrong])}"
+        + (f", and {eos_first} outputs start with <eos>" if eos_first >= COPY_STRINGS // 4 else "")
+        + f"; teacher-forced with the decoder's masks, their loss on these strings is {loss:.2f} "
+        f"(the floor that label smoothing allows: {_copy_floor():.2f})"
+    )
+
+
+def _copy_floor() -> float:
+    """The least label-smoothed loss: the entropy of the smoothed target distribution."""
+    q = torch.full((COPY_VOCAB,), COPY_SMOOTHING / COPY_VOCAB, dtype=torch.float64)
+    q[0] += 1 - COPY_SMOOTHING
+    return float(-(q * q.log()).sum())
+
+
+# The stand-ins below return tensors or tuples only: the self-check compares a mistake's output with the
+# student's answer, and only those compare safely with any answer.
+
+
+def _copy_returns_loss(seed):
+    return torch.tensor(0.548)  # the training loss of a decoder that saw the answer: as low as smoothing allows
+
+
+def _copy_returns_outputs(seed):
+    return _copy_strings(seed)[2]  # what a perfect model would write, instead of the weights
+
+
+def _copy_returns_parameters(seed):
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        model = FullTransformer(COPY_VOCAB, COPY_VOCAB, **COPY_MODEL).float()
+    return tuple(p.detach() for p in model.parameters())
+
+
 register(
     Exercise(
         id="8.1",
@@ -675,5 +839,38 @@ register(
         ),
         atol=1e-12,
         rtol=1e-6,
+    ),
+    Exercise(
+        id="8.6",
+        title="train your own Transformer",
+        idea=(
+            "the decoder must learn to write each next token without seeing it; only new strings decoded "
+            "greedily with the trained weights show whether it has, since a decoder that sees the answer also "
+            "reaches a low training loss."
+        ),
+        points=3,
+        name="train_copy_model",
+        kind="function",
+        reference=train_copy_model,
+        make_cases=_copy_cases,
+        judge=_judge_copy,
+        mistakes=(
+            Mistake(
+                "this is a loss, not the weights. The grader decodes new strings with the weights, because a low "
+                "training loss proves little: a decoder that sees the token it must predict gets one too.",
+                _copy_returns_loss,
+            ),
+            Mistake(
+                "these are strings written out, not the weights: the grader decodes strings of its own with the "
+                "weights you return.",
+                _copy_returns_outputs,
+            ),
+            Mistake(
+                "the parameters without their names (and, here, untrained): return the state dictionary, names "
+                "included, so that the grader can load it into the same model.",
+                _copy_returns_parameters,
+            ),
+        ),
+        forbidden=BUILTIN_TRANSFORMER + BUILTIN_LOSS,
     ),
 )

@@ -40,12 +40,11 @@ CHECK_CALL = re.compile(r"""\bcheck\(\s*["'](\d+\.\d+)["']\s*,\s*([A-Za-z_]\w*)\
 
 def _matching_mistake(ex: Exercise, case: registry.Case, actual: Any) -> str | None:
     for mistake in ex.mistakes:
-        try:
-            wrong = run_case(ex, mistake.implementation, case)
+        try:  # a mistake that cannot run here, or whose output cannot be set beside the answer, is no match
+            if compare(run_case(ex, mistake.implementation, case), actual, ex.atol, ex.rtol) is None:
+                return mistake.hint
         except Exception:
             continue
-        if compare(wrong, actual, ex.atol, ex.rtol) is None:
-            return mistake.hint
     return None
 
 
