@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from gradertools import full_points
 from transformer_course.grading import isolation
 from transformer_course.grading.classroom import build
 
@@ -41,6 +42,8 @@ def test_classroom_grading_step_runs_as_the_workflow_does(course_root, tmp_path)
         text=True,
     )
     assert run.returncode == 1, run.stdout + run.stderr  # the unsolved notebook is below the pass mark
-    assert "**Score: 10 / 10** (chapter 5)" in run.stdout and "**Score: 0 / 8** (chapter 7)" in run.stdout, run.stdout
+    five, seven = sum(full_points(5).values()), sum(full_points(7).values())
+    assert f"**Score: {five} / {five}** (chapter 5)" in run.stdout, run.stdout
+    assert f"**Score: 0 / {seven}** (chapter 7)" in run.stdout, run.stdout
     assert "| not attempted |" in run.stdout and "WARNING" not in run.stdout
     assert "could not be loaded" not in run.stdout  # the reference fallbacks from the package work

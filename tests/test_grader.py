@@ -167,11 +167,12 @@ def test_command_line_on_a_folder(course_root, tmp_path):
     )
     assert run.returncode == 1, run.stdout + run.stderr  # bob did not reach the pass mark
     alice = json.loads((out / "alice__05_self_attention" / "results.json").read_text())
-    assert alice["score"] == alice["max_score"] == 10 and len(alice["tests"]) == 4
+    full = sum(full_points(5).values())
+    assert alice["score"] == alice["max_score"] == full and len(alice["tests"]) == len(full_points(5))
     assert all({"name", "score", "max_score", "output", "status"} <= set(t) for t in alice["tests"])
     assert "not valid JSON" in (out / "bob" / "summary.md").read_text()
     # File names are escaped for Markdown in the summary: an underscore would otherwise start emphasis.
-    assert "| 05\\_self\\_attention.ipynb | 10 | 10 |" in (out / "summary.md").read_text()
+    assert f"| 05\\_self\\_attention.ipynb | {full} | {full} |" in (out / "summary.md").read_text()
     assert (out / "scores.csv").read_text().count("\n") == 3
 
 
