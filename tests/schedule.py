@@ -9,24 +9,26 @@ Loaded with `-p tests.schedule`. Under `--nbval`, it does four things:
   after a self-check the student's name is bound to a function that passed it or to the reference
   (`beam_step = check("9.2", beam_step)`); every name that a solution's exercise cell defines, its
   blanked version or self-check defines too (test_release.py); and the grader's tests run every later
-  cell of the untouched student notebook that is not a demonstration (`skip-in-grading`). What the
-  skip saves is chapter 9's beam-search experiments a second time (about 9 minutes on one core).
+  cell of the untouched student notebook that is not a demonstration (`skip-in-grading`). A student
+  notebook without exercises (a chapter's second notebook, which only reads measurements) is the
+  solution's cells alone, so none of its cells runs twice. What the skips save is chapter 9's
+  beam-search experiments a second time (about 9 minutes on one core).
 - Each notebook runs whole on one worker, in one kernel; unit tests are spread one by one (a scheduler
   of its own: xdist's `--dist loadgroup` does not group anything under pytest 9, whose node ids no
   longer come from the attribute that xdist 3.8 rewrites).
 - Order: first the three translation models train, as tests of their own (tests/test_trained_models.py,
   marker `trains`: the same call as the chapters', so the same cache entry), then the notebooks that load
-  them, then everything else (unit tests and the notebooks that need no model). The rule: the longest
+  them, with chapter 9's evaluation, the longest notebook, among them, then everything else (unit tests and the notebooks that need no model). The rule: the longest
   jobs start first and two run at once from the start, so that neither worker waits for a model that
   the other is training while it has nothing else to do (left to the first notebook that needs a model,
   a chapter's shorter experiments would run before its training and the last model-loading notebook
   would run alone at the end).
   xdist hands a worker its next unit when its current one has at most two tests left, so a one-test
   unit brings its successor along at once, and the queue alternates between the two workers: one
-  runs seq2seq, then the Transformer, then chapter 8 and chapter 9; the other Bahdanau, then
-  chapters 3 and 4, then the rest. That is why chapter 8 comes before chapter 4 in LOADERS: queued
-  third among the notebooks, chapter 4 would wait behind the Transformer's training, and chapter 8
-  would wait on the other worker for the Transformer.
+  runs seq2seq, then the Transformer, then chapter 8's Tatoeba notebook and chapter 9's evaluation;
+  the other Bahdanau, then chapters 3 and 4, then the rest. That is why chapter 8 comes before
+  chapter 4 in LOADERS: queued third among the notebooks, chapter 4 would wait behind the
+  Transformer's training, and chapter 8 would wait on the other worker for the Transformer.
   Run with `--dist loadscope --no-loadscope-reorder`, so that xdist keeps this order.
 - With NOTEBOOK_THREADS set (the Makefile sets 2, the course's CPU budget), each notebook's kernel gets
   that many BLAS/OpenMP threads while the unit tests keep OMP_NUM_THREADS (1); the trainers take it too.
@@ -45,8 +47,10 @@ import pytest
 
 TRAINS, LOADS, FREE = 0, 1, 2  # the three waves, in order
 
-# The solution notebooks that load a trained translation model, in the order they are queued (see above).
-LOADERS = ("03_encoder_decoder", "08_transformer", "04_bahdanau_attention", "09_beam_search")
+# The solution notebooks that load a trained translation model, in the order they are queued (see above), and
+# chapter 9's evaluation: it loads no cached model (the reference Transformer is a file of the repository), but
+# it is the longest notebook, and queued last in the last wave it would run alone at the end.
+LOADERS = ("03_encoder_decoder", "08_transformer_vs_gru", "04_bahdanau_attention", "09_evaluation")
 
 
 CHECK = re.compile(r'\bcheck\("\d+\.\d+"')  # a self-check cell: `beam_step = check("9.2", beam_step)`
@@ -63,17 +67,18 @@ def _runs(path: Path) -> int:
     code = _code(path)
     if path.parent.name != "notebooks":
         return len(code)
-    return 1 + max((i for i, source in enumerate(code) if CHECK.search(source)), default=len(code) - 1)
+    return 1 + max((i for i, source in enumerate(code) if CHECK.search(source)), default=-1)
 
 
 @cache
 def _models(path: Path) -> frozenset[str]:
-    """The translation configurations whose name the notebook's code that runs mentions (it trains them or loads
-    them from the model cache); the reference models are neither: their weights are files of the repository."""
+    """The translation configurations named in the cells that run and call `translation_experiment` (which
+    trains them or loads them from the model cache); the reference models are neither (their weights are files
+    of the repository), nor are stored runs or a configuration read for a diagram."""
     from transformer_course.configs import CONFIGS
     from transformer_course.reference import NAMES as STORED
 
-    code = "\n".join(_code(path)[: _runs(path)])
+    code = "\n".join(c for c in _code(path)[: _runs(path)] if "translation_experiment(" in c)
     return frozenset(name for name in CONFIGS if f'"{name}"' in code and name not in STORED)
 
 
@@ -86,10 +91,11 @@ def _queue_key(item: pytest.Item) -> tuple[int, int]:
     if item.get_closest_marker("trains"):
         return TRAINS, 0
     path = _notebook(item)
+    if path is not None and path.parent.name == "solutions" and path.stem in LOADERS:
+        return LOADS, LOADERS.index(path.stem)
     if path is None or not _models(path):
         return FREE, 0
-    rank = LOADERS.index(path.stem) if path.parent.name == "solutions" and path.stem in LOADERS else len(LOADERS)
-    return LOADS, rank
+    return LOADS, len(LOADERS)
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log):

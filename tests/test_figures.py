@@ -15,12 +15,13 @@ import pytest
 
 from conftest import ROOT
 
-ALT_TEXT_CHAPTERS = tuple(sorted(p.name[:2] for p in (ROOT / "solutions").glob("[0-9][0-9]_*.ipynb")))
+# One entry per solution notebook (a chapter may have two).
+ALT_TEXT_CHAPTERS = tuple(sorted(p.stem for p in (ROOT / "solutions").glob("[0-9][0-9]_*.ipynb")))
 MIN_WORDS = 12  # a sentence that says what the figure shows, not a label
 
 
 def _notebook(chapter: str):
-    (path,) = (ROOT / "solutions").glob(f"{chapter}_*.ipynb")
+    path = ROOT / "solutions" / f"{chapter}.ipynb"
     return path, json.loads(path.read_text(encoding="utf-8"))
 
 

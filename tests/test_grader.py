@@ -188,3 +188,44 @@ def test_reports_of_same_named_submissions_do_not_overwrite_each_other():
 
     assert _unique("05_self_attention", set()) == "05_self_attention"
     assert _unique("05_self_attention", {"05_self_attention", "05_self_attention-2"}) == "05_self_attention-3"
+
+
+def test_a_notebook_without_exercises_is_skipped_not_failed(course_root, tmp_path):
+    # The classroom's workflow grades every notebook of notebooks/: a chapter's second notebook (no exercises) must
+    # neither fail the run nor earn anything; a copy with an exercise cell pasted in is graded as usual.
+    folder = tmp_path / "subs"
+    folder.mkdir()
+    shutil.copy(course_root / "notebooks" / "08_transformer_vs_gru.ipynb", folder)
+    shutil.copy(course_root / "solutions" / CHAPTER, folder)
+    out = tmp_path / "results"
+    command = [sys.executable, "-m", "transformer_course.grade", str(folder), "--out", str(out)]
+    run = subprocess.run([*command, "--root", str(course_root)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr  # chapter 5 at full marks, the other one skipped
+    assert (
+        "08_transformer_vs_gru.ipynb: a notebook without exercises (chapter 8's are in 08_transformer.ipynb)"
+        in run.stderr
+    )
+    assert "Not graded" in (out / "summary.md").read_text() and not (out / "08_transformer_vs_gru").exists()
+
+    nb = json.loads((folder / "08_transformer_vs_gru.ipynb").read_text())
+    nb["cells"].append(
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "outputs": [],
+            "execution_count": None,
+            "source": "# EXERCISE 8.5 (2 points): the warm-up schedule\ndef noam_lr(step, d_model, warmup, factor=1.0):\n    return step",
+        }
+    )
+    (folder / "08_transformer_vs_gru.ipynb").write_text(json.dumps(nb))
+    report = grade_notebook(folder / "08_transformer_vs_gru.ipynb", course_root)
+    assert report.max_score == sum(full_points(8).values()) and report.score == 0, report.problems
+
+
+def test_a_submission_without_exercise_cells_is_told_where_they_are(course_root, tmp_path):
+    path = tmp_path / "08_mine.ipynb"
+    path.write_text(json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    report = grade_notebook(path, course_root)
+    assert report.max_score == 0 and any(
+        "chapter 8's exercises are in 08_transformer.ipynb" in p for p in report.problems
+    )

@@ -67,7 +67,7 @@ def _solution(*cells):
 
 def test_a_registered_exercise_without_a_cell_is_an_error():
     with pytest.raises(ValueError, match="no exercise cell for registered exercise"):
-        make_student(_solution(), 5, "05_x.ipynb")
+        make_student(_solution(), 5, "05_self_attention.ipynb")
 
 
 def test_points_must_match_the_registry():
@@ -76,7 +76,7 @@ def test_points_must_match_the_registry():
         metadata={"exercise": {"id": "5.1", "points": 9}},
     )
     with pytest.raises(ValueError, match="says 9 points, the registry 2"):
-        make_student(_solution(cell), 5, "05_x.ipynb")
+        make_student(_solution(cell), 5, "05_self_attention.ipynb")
 
 
 def _top_level_names(source: str) -> set[str]:
@@ -118,7 +118,7 @@ def test_citation_roles_become_author_year_text(course_root):
         "As {cite:t}`vaswani2017attention` show, attention suffices {cite:p}`bahdanau2015neural,hochreiter1997long`."
     )
     student = make_student(
-        _solution(cell, *_exercise_cells(5)), 5, "05_x.ipynb", course_root / "book" / "references.bib"
+        _solution(cell, *_exercise_cells(5)), 5, "05_self_attention.ipynb", course_root / "book" / "references.bib"
     )
     assert student.cells[2].source == (
         "As Vaswani et al. (2017) show, attention suffices (Bahdanau et al., 2015; Hochreiter and Schmidhuber, 1997)."
@@ -128,7 +128,9 @@ def test_citation_roles_become_author_year_text(course_root):
 def test_an_unknown_citation_key_is_an_error(course_root):
     cell = nbformat.v4.new_markdown_cell("see {cite:p}`nobody2099`")
     with pytest.raises(ValueError, match="nobody2099 not in the bibliography"):
-        make_student(_solution(cell, *_exercise_cells(5)), 5, "05_x.ipynb", course_root / "book" / "references.bib")
+        make_student(
+            _solution(cell, *_exercise_cells(5)), 5, "05_self_attention.ipynb", course_root / "book" / "references.bib"
+        )
 
 
 def test_no_student_notebook_shows_a_raw_role(course_root):
@@ -148,3 +150,29 @@ def _exercise_cells(chapter):
         )
         for e in registry.chapter_exercises(chapter)
     ]
+
+
+def test_a_notebook_without_exercises_says_where_they_are():
+    # A chapter's second notebook (e.g. 08_transformer_vs_gru.ipynb) only reads measurements: its student version
+    # needs no registered exercise and tells the student which notebook holds the chapter's exercises.
+    student = make_student(_solution(nbformat.v4.new_code_cell("x = 1")), 5, "05_reading.ipynb")
+    assert "no exercises" in student.cells[1].source and "05_self_attention.ipynb" in student.cells[1].source
+    assert "Fill in the cells" not in student.cells[1].source
+
+
+def test_an_exercise_cell_outside_the_chapters_exercise_notebook_is_an_error():
+    with pytest.raises(ValueError, match="in a notebook without exercises"):
+        make_student(_solution(*_exercise_cells(5)), 5, "05_reading.ipynb")
+
+
+def test_every_chapter_keeps_its_exercises_in_one_notebook_that_exists(course_root):
+    from transformer_course.grading import registry
+
+    for chapter in registry.CHAPTER_MODULES:
+        name = registry.chapter_notebook(chapter)
+        assert (course_root / "solutions" / name).exists(), f"chapter {chapter}'s exercises: no solutions/{name}"
+        others = sorted(p.name for p in (course_root / "solutions").glob(f"{chapter:02d}_*.ipynb") if p.name != name)
+        for other in others:
+            cells = json.loads((course_root / "solutions" / other).read_text())["cells"]
+            found = [exercise_id({**c, "source": "".join(c["source"])}) for c in cells]
+            assert not any(found), f"{other} holds exercise cells; chapter {chapter}'s belong in {name}"

@@ -1,6 +1,6 @@
 """The order of `make test` (tests/schedule.py): the models train first, then the notebooks that load them."""
 
-from schedule import FREE, LOADERS, LOADS, _models, _queue_key
+from schedule import FREE, LOADERS, LOADS, _models, _queue_key, _runs
 from test_trained_models import MODELS
 
 
@@ -16,7 +16,8 @@ def test_every_model_a_notebook_uses_trains_first(course_root):
     solutions = sorted(course_root.glob("solutions/*.ipynb"))
     used = set().union(*map(_models, solutions))
     assert used - {"transformer-gpu"} == set(MODELS)  # the GPU configuration trains only on a GPU, in chapter 8
-    assert {p.stem for p in solutions if _models(p)} == set(LOADERS)
+    assert {p.stem for p in solutions if _models(p)} == set(LOADERS) - {"09_evaluation"}
+    assert not _models(course_root / "solutions" / "09_evaluation.ipynb")  # queued among them for its length
     assert _queue_key(_Item(course_root / "tests" / "test_trained_models.py", trains=True)) < min(
         _queue_key(_Item(p)) for p in solutions
     )
@@ -25,7 +26,9 @@ def test_every_model_a_notebook_uses_trains_first(course_root):
 def test_loaders_then_the_rest(course_root):
     key = lambda folder, name: _queue_key(_Item(course_root / folder / f"{name}.ipynb"))  # noqa: E731
     assert [key("solutions", n) for n in LOADERS] == [(LOADS, i) for i in range(len(LOADERS))]
-    assert key("solutions", "09_beam_search") < key("solutions", "05_self_attention")
+    assert key("solutions", "09_evaluation") < key("solutions", "05_self_attention")
+    # chapter 8's first notebook reads a configuration for a diagram and trains only toys: it loads no model
+    assert key("solutions", "08_transformer") == (FREE, 0)
     # chapter 9's student version runs through its last self-check, which loads no cached model (the reference
     # Transformer is a file of the repository), so it is free to run in any wave
     assert key("solutions", "05_self_attention") == (FREE, 0)
@@ -33,4 +36,8 @@ def test_loaders_then_the_rest(course_root):
     # translation model (it scores that model's translations): it loads the model, after the solutions that do
     assert key("notebooks", "03_encoder_decoder") == (LOADS, len(LOADERS))
     assert key("notebooks", "09_beam_search") == (FREE, 0)
+    # a student notebook without exercises is the solution's cells alone: none of them runs a second time
+    for name in ("08_transformer_vs_gru", "09_evaluation"):
+        assert _runs(course_root / "notebooks" / f"{name}.ipynb") == 0
+        assert key("notebooks", name) == (FREE, 0)
     assert _queue_key(_Item(course_root / "tests" / "test_rnn.py")) == (FREE, 0)

@@ -31,6 +31,11 @@ BANNER = """\
 `raise NotImplementedError(...)` with your code, then run the `check(...)` cell right after it.
 Until an exercise passes its check, the cells after it use the course's reference implementation,
 so the notebook always runs from top to bottom. Only the exercise cells are graded."""
+# A chapter's exercises are all in one notebook (registry.chapter_notebook); a chapter may have a second notebook
+# that only reads measurements, and its student version says where the exercises are.
+READING_BANNER = """\
+**Student version.** This notebook has no exercises: run it from top to bottom and read what it measures.
+The exercises of chapter {chapter} are in `{exercises}`."""
 
 
 def chapter_of(path: Path) -> int:
@@ -45,7 +50,8 @@ def make_student(
 ) -> nbformat.NotebookNode:
     nb = copy.deepcopy(solution)
     bib = bib or course_root() / "book" / "references.bib"
-    expected = {e.id: e for e in registry.chapter_exercises(chapter)}
+    exercises = registry.chapter_notebook(chapter)
+    expected = {e.id: e for e in registry.chapter_exercises(chapter)} if source_name == exercises else {}
     seen: list[str] = []
     cells = []
     for cell in nb.cells:
@@ -78,7 +84,8 @@ def make_student(
     missing = sorted(set(expected) - set(seen))
     if missing:
         raise ValueError(f"{source_name}: no exercise cell for registered exercise(s) {', '.join(missing)}")
-    banner = nbformat.v4.new_markdown_cell(BANNER, metadata={"tags": [BANNER_TAG]})
+    text = BANNER if expected else READING_BANNER.format(chapter=chapter, exercises=exercises)
+    banner = nbformat.v4.new_markdown_cell(text, metadata={"tags": [BANNER_TAG]})
     banner.id = "student-banner"
     nb.cells = cells[:1] + [banner] + cells[1:]  # after the title cell
     nb.metadata["transformer_course"] = {"chapter": chapter, "generated_from": f"solutions/{source_name}"}
@@ -87,6 +94,11 @@ def make_student(
 
 def _validate_exercise_cell(cell, ex_id: str, expected: dict, source_name: str) -> None:
     if ex_id not in expected:
+        if not expected:
+            raise ValueError(
+                f"{source_name}: exercise cell {ex_id} is in a notebook without exercises; this chapter's exercises "
+                "belong in the notebook that its grading module names (NOTEBOOK)"
+            )
         raise ValueError(f"{source_name}: exercise cell {ex_id} is not registered in transformer_course.grading")
     meta = cell.metadata.get("exercise")
     header = HEADER.match(cell.source.lstrip("\n").split("\n", 1)[0])

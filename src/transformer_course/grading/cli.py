@@ -4,7 +4,8 @@
                                        [--isolation auto|bwrap|process]
 
 A SUBMISSION is a notebook or a folder of them (its .ipynb files; other files are listed and skipped,
-and so is the output folder when it lies inside). For each one, DIR/<name>/results.json (Gradescope's
+and so is the output folder when it lies inside). A copy of one of the course's notebooks without exercises (a
+chapter's second notebook) is skipped too, unless an exercise cell was pasted into it. For each one, DIR/<name>/results.json (Gradescope's
 format) and DIR/<name>/summary.md; for several, also DIR/summary.md and DIR/scores.csv.
 The hidden cases' seed is secret: keyed on the submission with the key in $COURSE_GRADER_KEY (or the
 file --key-file) when there is one, so that a submission always gets the same cases; else fresh per run.
@@ -26,6 +27,7 @@ from ..repository import course_root
 from . import isolation
 from .grader import grade_notebook, secret_seed, submissions_in
 from .report import Report, md_escape
+from .submission import without_exercises
 
 
 def _slug(path: Path, base: Path | None) -> str:
@@ -96,21 +98,26 @@ def main(argv: list[str] | None = None) -> int:
         print(warning, file=sys.stderr)
     key = args.key_file.read_bytes().strip() if args.key_file else os.environ.get("COURSE_GRADER_KEY", "").encode()
     out = args.out.resolve()
+    root = args.root or course_root()
     jobs: list[tuple[Path, Path | None]] = []
-    skipped: list[str] = []
+    skipped: list[tuple[str, str]] = []  # (path, why it is not graded)
     for given in args.submissions:
         if not given.exists():
             parser.error(f"no such file or folder: {given}")
         found = submissions_in(given, exclude=out)
         if given.is_dir():
-            skipped += [str(p) for p in found if p.suffix != ".ipynb"]
+            skipped += [(str(p), "not a notebook") for p in found if p.suffix != ".ipynb"]
             found = [p for p in found if p.suffix == ".ipynb"]
             if not found:
                 parser.error(f"the folder {given} holds no notebooks (.ipynb) to grade")
-        jobs += [(p, given if given.is_dir() else None) for p in found]
-    for path in skipped:
-        print(f"skipped {path}: not a notebook", file=sys.stderr)
-    root = args.root or course_root()
+        for p in found:
+            reason = without_exercises(p, root)
+            if reason:
+                skipped.append((str(p), reason))
+            else:
+                jobs.append((p, given if given.is_dir() else None))
+    for path, reason in skipped:
+        print(f"skipped {path}: {reason}", file=sys.stderr)
     try:
         out.mkdir(parents=True, exist_ok=True)
         probe = out / ".write-test"
@@ -178,14 +185,14 @@ def csv_cell(value: object) -> str:
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
-def _write_overview(out: Path, reports: list[tuple[str, Report]], skipped: list[str]) -> None:
+def _write_overview(out: Path, reports: list[tuple[str, Report]], skipped: list[tuple[str, str]]) -> None:
     lines = ["# Grading summary", "", "| submission | score | max | problems |", "|---|---|---|---|"]
     for slug, r in reports:
         lines.append(
             f"| {md_escape(r.submission)} | {r.score:g} | {r.max_score:g} | {md_escape('; '.join(r.problems))} |"
         )
     if skipped:
-        lines += ["", "Not graded (not notebooks):", ""] + [f"- {md_escape(p)}" for p in skipped]
+        lines += ["", "Not graded:", ""] + [f"- {md_escape(p)}: {md_escape(why)}" for p, why in skipped]
     (out / "summary.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     with open(out / "scores.csv", "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)

@@ -93,9 +93,39 @@ def extract(data: dict, path: Path, expected_chapter: int | None = None) -> Extr
         notes.append(f"exercise {ex_id} is missing from the submission")
     if not sources:
         raise SubmissionError(
-            f"{path.name} has no exercise cells of chapter {chapter} (cells whose first line is '# EXERCISE {chapter}.N')"
+            f"{path.name} has no exercise cells of chapter {chapter} (cells whose first line is '# EXERCISE {chapter}.N'); "
+            f"chapter {chapter}'s exercises are in {registry.chapter_notebook(chapter)}"
         )
     return Extracted(chapter, sources, notes)
+
+
+def without_exercises(path: Path, root: Path) -> str | None:
+    """Why a notebook is not graded, when it is one of the course's notebooks without exercises (a chapter's
+    second notebook, which only reads measurements) and holds no exercise cell; else None, and it is graded.
+
+    The classroom's workflow grades every notebook of notebooks/: these would otherwise fail it with no points to
+    earn. A copy with an exercise cell pasted in is graded as usual, so nothing is skipped that could score."""
+    match = re.match(r"(\d+)_", path.name)
+    if not match or int(match.group(1)) not in registry.CHAPTER_MODULES:
+        return None
+    chapter = int(match.group(1))
+    exercises = registry.chapter_notebook(chapter)
+    if path.name == exercises or not (root / "notebooks" / path.name).is_file():
+        return None
+    try:
+        if path.stat().st_size > MAX_BYTES:
+            return None
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, ValueError):  # unreadable, not UTF-8, not JSON: graded, so that the report says so
+        return None
+    cells = data.get("cells") if isinstance(data, dict) else None
+    if not isinstance(cells, list):
+        return None
+    for cell in cells:
+        text = _source_text(cell) if isinstance(cell, dict) else None
+        if text is not None and exercise_id({**cell, "source": text}) is not None:
+            return None
+    return f"a notebook without exercises (chapter {chapter}'s are in {exercises})"
 
 
 def _chapter(data: dict, sources: dict[str, str], path: Path) -> int:
