@@ -18,11 +18,11 @@ Loaded with `-p tests.schedule`. Under `--nbval`, it does four things:
   longer come from the attribute that xdist 3.8 rewrites).
 - Order: first the three translation models train, as tests of their own (tests/test_trained_models.py,
   marker `trains`: the same call as the chapters', so the same cache entry), then the notebooks that load
-  them, with chapter 9's evaluation, the longest notebook, among them, then everything else (unit tests and the notebooks that need no model). The rule: the longest
-  jobs start first and two run at once from the start, so that neither worker waits for a model that
-  the other is training while it has nothing else to do (left to the first notebook that needs a model,
-  a chapter's shorter experiments would run before its training and the last model-loading notebook
-  would run alone at the end).
+  them, with chapter 9's evaluation, the longest notebook, among them, then everything else (unit tests
+  and the notebooks that need no model). The rule: the longest jobs start first and two run at once from
+  the start, so that neither worker waits for a model that the other is training while it has nothing else
+  to do (left to the first notebook that needs a model, a chapter's shorter experiments would run before
+  its training and the last model-loading notebook would run alone at the end).
   xdist hands a worker its next unit when its current one has at most two tests left, so a one-test
   unit brings its successor along at once, and the queue alternates between the two workers: one
   runs seq2seq, then the Transformer, then chapter 8's Tatoeba notebook and chapter 9's evaluation;

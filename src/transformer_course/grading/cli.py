@@ -4,9 +4,10 @@
                                        [--isolation auto|bwrap|process]
 
 A SUBMISSION is a notebook or a folder of them (its .ipynb files; other files are listed and skipped,
-and so is the output folder when it lies inside). A copy of one of the course's notebooks without exercises (a
-chapter's second notebook) is skipped too, unless an exercise cell was pasted into it. For each one, DIR/<name>/results.json (Gradescope's
-format) and DIR/<name>/summary.md; for several, also DIR/summary.md and DIR/scores.csv.
+and so is the output folder when it lies inside). A copy of one of the course's notebooks without
+exercises (a chapter's second notebook) is skipped too, unless an exercise cell was pasted into it.
+For each one, DIR/<name>/results.json (Gradescope's format) and DIR/<name>/summary.md; for several,
+also DIR/summary.md and DIR/scores.csv.
 The hidden cases' seed is secret: keyed on the submission with the key in $COURSE_GRADER_KEY (or the
 file --key-file) when there is one, so that a submission always gets the same cases; else fresh per run.
 Exit status: 0 when every submission reaches the pass mark, 1 when one does not, 2 on a usage error
