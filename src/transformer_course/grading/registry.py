@@ -166,6 +166,17 @@ def verdict(ex: Exercise, case: Case, actual: Any) -> str | None:
         return f"the answer could not be measured ({type(exc).__name__}: {str(exc)[:200]})"
 
 
+def matching_mistake(ex: Exercise, case: Case, actual: Any) -> str | None:
+    """The hint of the known mistake that gives exactly this output (the self-check's and the grader's words)."""
+    for mistake in ex.mistakes:
+        try:  # a mistake that cannot run here, or whose output cannot be set beside the answer, is no match
+            if compare(run_case(ex, mistake.implementation, case), actual, ex.atol, ex.rtol) is None:
+                return mistake.hint
+        except Exception:  # noqa: BLE001
+            continue
+    return None
+
+
 def describe(value: Any) -> str:
     if isinstance(value, torch.Tensor):
         return f"a {str(value.dtype).replace('torch.', '')} tensor of shape {tuple(value.shape)}"

@@ -30,22 +30,12 @@ from typing import Any
 
 from . import registry
 from .cells import HEADER
-from .registry import PUBLIC_SEED, Exercise, compare, run_case, verdict
+from .registry import PUBLIC_SEED, Exercise, matching_mistake, run_case, verdict
 
 REFERENCE_FALLBACK = "   The cells below use the reference implementation until this check passes."
 
 # A self-check cell: `scaled_dot_product_attention = check("5.3", scaled_dot_product_attention)`.
 CHECK_CALL = re.compile(r"""\bcheck\(\s*["'](\d+\.\d+)["']\s*,\s*([A-Za-z_]\w*)\s*\)""")
-
-
-def _matching_mistake(ex: Exercise, case: registry.Case, actual: Any) -> str | None:
-    for mistake in ex.mistakes:
-        try:  # a mistake that cannot run here, or whose output cannot be set beside the answer, is no match
-            if compare(run_case(ex, mistake.implementation, case), actual, ex.atol, ex.rtol) is None:
-                return mistake.hint
-        except Exception:
-            continue
-    return None
 
 
 def _is_notebook_cell(filename: str) -> bool:
@@ -95,7 +85,7 @@ def evaluate(
         problem = verdict(ex, case, actual)
         if problem:
             message = f"on case '{case.label}', {problem}."
-            hint = _matching_mistake(ex, case, actual) if mistake_hint else None
+            hint = matching_mistake(ex, case, actual) if mistake_hint else None
             if hint:
                 message += f"\n   Hint: {hint}"
             return "failed", passed, len(cases), message

@@ -9,7 +9,7 @@ from typing import Any
 
 from . import registry
 from .codec import CodecError, decode
-from .registry import Exercise, compare, run_case, verdict
+from .registry import Exercise, matching_mistake, verdict
 
 __all__ = ["compare_cases"]
 
@@ -49,7 +49,7 @@ def compare_cases(ex: Exercise, cases: list[registry.Case], answer: dict) -> tup
             lines.append(f"✓ {label}")
             right += 1
             continue
-        hint = _matching_mistake(ex, case, actual)
+        hint = matching_mistake(ex, case, actual)
         lines.append(f"✗ {label}: {problem}" + (f"\n  Hint: {hint}" if hint else ""))
     called_forbidden = isinstance(forbidden, list) and bool(forbidden)
     return lines, None, bool(cases) and right == len(cases) and not called_forbidden
@@ -60,15 +60,3 @@ def _safe_verdict(ex: Exercise, case: registry.Case, actual: Any) -> str | None:
         return verdict(ex, case, actual)
     except Exception as exc:  # noqa: BLE001 - an unexpected value is a wrong answer, never a crash
         return f"the result could not be compared with the reference ({type(exc).__name__})"
-
-
-def _matching_mistake(ex: Exercise, case: registry.Case, actual: Any) -> str | None:
-    """The hint of the known mistake that gives exactly this output, as the notebook's self-check would say."""
-    for mistake in ex.mistakes:
-        try:
-            wrong = run_case(ex, mistake.implementation, case)
-            if compare(wrong, actual, ex.atol, ex.rtol) is None:
-                return mistake.hint
-        except Exception:  # noqa: BLE001
-            continue
-    return None
