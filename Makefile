@@ -21,7 +21,7 @@ JOBS ?= 2
 # Notebook kernels get the course's two threads (tests/schedule.py): notebooks are what a student runs.
 TEST_ENV := OMP_NUM_THREADS=1 NOTEBOOK_THREADS=2
 
-.PHONY: help venv sandbox book execute test lint test-fast test-notebooks test-book lab release grade classroom lock chromium clean
+.PHONY: help venv sandbox book execute test lint test-fast test-notebooks test-book lab release grade classroom gpu-pack lock chromium clean
 
 help:
 	@echo "make book      build the HTML book into _build/html (from the outputs stored in solutions/)"
@@ -32,6 +32,7 @@ help:
 	@echo "make grade SUBMISSION=path   grade one notebook or a folder of notebooks (in the bubblewrap sandbox)"
 	@echo "make classroom OUT=folder    write a student repository that grades itself in CI"
 	@echo "make sandbox   install bubblewrap, the grader's sandbox (Debian/Ubuntu, as root)"
+	@echo "make gpu-pack  write .gpu/, the data the GPU run needs on a GPU machine (book/instructor.md, \"The GPU run\")"
 
 venv: $(STAMP)
 
@@ -97,6 +98,11 @@ grade: $(STAMP)
 
 classroom: $(STAMP)
 	$(BIN)/python -m transformer_course.grading.classroom "$(or $(OUT),classroom)"
+
+# The GPU run (python -m transformer_course.gpu): the folder that must travel to the GPU machine with the working tree
+# (Tatoeba compressed with xz, the course's BPE tokenizer, a manifest; about 4 MB, ignored by git).
+gpu-pack: $(STAMP)
+	$(BIN)/python -m transformer_course.gpu pack --out .gpu
 
 # Regenerate the lock after changing a pin in pyproject.toml.
 lock:

@@ -13,7 +13,8 @@ Loaded with `-p tests.schedule`. Under `--nbval`, it does four things:
   notebook without exercises (a chapter's second notebook, which only reads measurements) is the
   solution's cells alone, so none of its cells runs twice. What the skips save is chapter 9's
   beam-search experiments a second time (about 9 minutes on one core).
-- Each notebook runs whole on one worker, in one kernel; unit tests are spread one by one (a scheduler
+- Each notebook runs whole on one worker, in one kernel (and so do the tests of ONE_UNIT, which share a costly
+  fixture); other unit tests are spread one by one (a scheduler
   of its own: xdist's `--dist loadgroup` does not group anything under pytest 9, whose node ids no
   longer come from the attribute that xdist 3.8 rewrites).
 - Order: first the three translation models train, as tests of their own (tests/test_trained_models.py,
@@ -52,6 +53,10 @@ TRAINS, LOADS, FREE = 0, 1, 2  # the three waves, in order
 # it is the longest notebook, and queued last in the last wave it would run alone at the end.
 LOADERS = ("03_encoder_decoder", "08_transformer_vs_gru", "04_bahdanau_attention", "09_evaluation")
 
+
+# Test modules whose tests share one costly session fixture (tests/test_gpu.py: the GPU run's pack and dry run, half
+# a minute): one unit, so that the second worker does not sit waiting on the fixture the first is making.
+ONE_UNIT = ("tests/test_gpu.py",)
 
 CHECK = re.compile(r'\bcheck\("\d+\.\d+"')  # a self-check cell: `beam_step = check("9.2", beam_step)`
 
@@ -107,7 +112,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     class NotebookScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
-            return path if path.endswith(".ipynb") else nodeid
+            return path if path.endswith(".ipynb") or path in ONE_UNIT else nodeid
 
     return NotebookScheduling(config, log)
 

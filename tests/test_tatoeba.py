@@ -75,3 +75,26 @@ def test_the_validation_set_is_disjoint_from_training_and_test_and_keeps_every_r
 def test_asking_for_more_validation_sentences_than_exist_says_so(split):
     with pytest.raises(ValueError, match="validation part holds"):
         tatoeba.validation_sentences(split.valid[:10], n=50)
+
+
+def test_a_named_file_plain_or_xz_is_read_and_checked_like_the_packages(tmp_path, monkeypatch, pairs):
+    import lzma
+
+    source = tatoeba.spa_tsv_path()
+    packed = tmp_path / "spa.tsv.xz"
+    packed.write_bytes(lzma.compress(source.read_bytes(), preset=1))
+    monkeypatch.setenv(tatoeba.ENVIRONMENT_VARIABLE, str(packed))
+    assert tatoeba.spa_tsv_path() == packed
+    assert tatoeba.load_pairs() == pairs  # the same pairs, in the same order, from the compressed copy
+    # the checksum is of the content, so an altered file is refused whether compressed or not
+    altered = tmp_path / "altered.tsv.xz"
+    altered.write_bytes(lzma.compress(source.read_bytes().replace(b"Go.\tVe.", b"Go.\tVa.", 1), preset=1))
+    with pytest.raises(tatoeba.TatoebaUnavailable, match="not the expected"):
+        tatoeba.load_pairs(altered)
+    broken = tmp_path / "broken.tsv.xz"
+    broken.write_bytes(b"not xz at all")
+    with pytest.raises(tatoeba.TatoebaUnavailable, match="not a readable xz file"):
+        tatoeba.load_pairs(broken)
+    monkeypatch.setenv(tatoeba.ENVIRONMENT_VARIABLE, str(tmp_path / "nowhere.tsv"))
+    with pytest.raises(tatoeba.TatoebaUnavailable, match="names no file"):
+        tatoeba.spa_tsv_path()

@@ -244,3 +244,68 @@ def test_set_values_must_be_json(capsys):
     with pytest.raises(SystemExit):
         _parser().parse_args(["--config", "transformer-cpu", "--steps", "1", "--set", "dropout=zero"])
     assert "the value of dropout must be JSON" in capsys.readouterr().err
+
+
+def test_a_deadline_stops_training_evaluations_included_and_each_evaluation_is_reported():
+    import time
+
+    config, vocab_size, batches = _tiny_setup()
+    model = build_model(config, vocab_size)
+    reported = []
+
+    def slow_eval(m):
+        time.sleep(0.2)
+        return 1.0
+
+    torch.optim.Adam([torch.zeros(1, requires_grad=True)], fused=True)  # its first use imports for seconds
+    start = time.time()
+    history = training.fit(
+        model,
+        batches,
+        training.Settings(steps=10**6, eval_every_steps=5, deadline=start + 1.5),
+        evaluate=slow_eval,
+        progress=False,
+        after_eval=lambda h: reported.append((h["step"], len(h["eval"]))),
+    )
+    # Stopped by the deadline, not by the budget of a million steps; evaluated after the last step it took.
+    assert time.time() - start < 3.0 and 0 < history["step"] < 10**6
+    assert history["eval"][-1][0] == history["step"]
+    assert reported == [(e[0], i + 1) for i, e in enumerate(history["eval"])]
+
+
+def test_the_trainer_writes_its_run_as_it_goes_and_returns_the_model(tmp_path):
+    import time
+
+    from transformer_course.train import parameter_digest, train
+
+    out = tmp_path / "run.json"
+    seen = []
+
+    def after_eval(result, model):
+        seen.append((result["finished"], result["steps"], json.loads(out.read_text())["steps"], model.training))
+
+    argv = ["--config", "transformer-tiny", "--data", "copy", "--steps", "100000", "--eval-every-steps", "20"]
+    trained = train(
+        [*argv, "--no-progress", "--out", str(out)],
+        deadline=time.time() + 3,
+        launched_by="a test",
+        after_eval=after_eval,
+    )
+    run = json.loads(out.read_text())
+    # The file on disk was the run so far at every evaluation (unfinished), and is the finished run at the end.
+    assert seen and all(finished is False and steps == on_disk for finished, steps, on_disk, _ in seen)
+    assert "finished" not in run and run["stopped_by_deadline"] and run["launched_by"] == "a test"
+    assert run["steps"] == trained.result["steps"] < 100000 and run["curve"][-1]["step"] == run["steps"]
+    assert trained.data is None and not trained.model.training
+    assert run["parameter_digests"] == [parameter_digest(trained.model)]  # the model returned is the one recorded
+
+
+def test_the_trainer_checks_the_held_out_limit_and_the_tatoeba_file(tmp_path, capsys):
+    from transformer_course.data.tatoeba import TatoebaUnavailable
+    from transformer_course.train import train
+
+    with pytest.raises(SystemExit):
+        train(["--config", "transformer-tiny", "--steps", "1", "--limit-held-out", "0"])
+    assert "--limit-held-out must be a positive number" in capsys.readouterr().err
+    with pytest.raises(TatoebaUnavailable, match="no such file"):
+        train(["--config", "transformer-tiny", "--steps", "1", "--tatoeba", str(tmp_path / "spa.tsv.xz")])

@@ -13,21 +13,25 @@ validation and test scores: the test set is decoded once, at the end.
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import hashlib
 import json
 import os
 import platform
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
 
+from .train_options import configuration
+from .train_options import parser as _parser
 from .training import Settings, fit, pick_device
 
-__all__ = ["main", "parameter_digest"]
+__all__ = ["TrainerRun", "configuration", "main", "parameter_digest", "train"]
 
 
 def parameter_digest(model: torch.nn.Module) -> str:
@@ -37,93 +41,6 @@ def parameter_digest(model: torch.nn.Module) -> str:
         h.update(name.encode())
         h.update(p.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
     return h.hexdigest()
-
-
-def _parser() -> argparse.ArgumentParser:
-    from .translation import CONFIGS
-
-    p = argparse.ArgumentParser(prog="python -m transformer_course.train", description=__doc__.split("\n\n")[0])
-    p.add_argument(
-        "--config",
-        default="transformer-cpu",
-        choices=sorted(CONFIGS),
-        help="a configuration of transformer_course.translation.CONFIGS",
-    )
-    p.add_argument("--data", default="tatoeba", choices=["tatoeba", "copy"])
-    budget = p.add_argument_group("budget (training time excludes evaluation)")
-    budget.add_argument("--steps", type=int, help="stop after this many updates")
-    budget.add_argument("--minutes", type=float, help="stop after this many minutes of training")
-    p.add_argument(
-        "--eval-every-minutes",
-        type=float,
-        default=0.0,
-        help="score the model on the validation set every so many minutes of training (0: at the end only)",
-    )
-    p.add_argument(
-        "--eval-every-steps",
-        type=int,
-        default=0,
-        help="score the model on the validation set every so many steps (0: at the end only)",
-    )
-    p.add_argument("--peak-lr", type=float, help="override the configuration's peak learning rate")
-    p.add_argument("--warmup", type=int, help="override the configuration's warm-up steps")
-    p.add_argument("--max-tokens", type=int, help="override the configuration's tokens per batch")
-    p.add_argument(
-        "--set",
-        nargs="+",
-        default=[],
-        metavar="KEY=VALUE",
-        type=_override,
-        help="override keys of the configuration, values in JSON (--set dropout=0 d_ff=512 norm_first=true)",
-    )
-    p.add_argument("--device", help="cpu, cuda or mps (default: CUDA, then MPS, then the CPU)")
-    p.add_argument("--threads", type=int, help="CPU threads per process (default: PyTorch's choice)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--checkpoint", type=Path, help="save here at the end, and resume from here if it exists")
-    p.add_argument("--out", type=Path, help="write the run (curve, score, configuration, machine) as JSON here")
-    p.add_argument(
-        "--save", type=Path, help="write the final weights here: a state dict for torch.load(..., weights_only=True)"
-    )
-    p.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
-    p.add_argument(
-        "--no-test",
-        action="store_true",
-        help="do not decode the test set at the end (tuning runs: they read validation BLEU only)",
-    )
-    return p
-
-
-def _override(text: str) -> tuple[str, object]:
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    try:
-        return key, json.loads(value)
-    except json.JSONDecodeError:
-        raise argparse.ArgumentTypeError(
-            f"the value of {key} must be JSON (a number, true, false or a \"string\"), got {value!r}"
-        ) from None
-
-
-def configuration(args: argparse.Namespace) -> dict:
-    """The configuration a command line asks for: the named one, with its overrides."""
-    from .configs import CONFIGS
-    from .models import config_keys, typed
-
-    config = {**CONFIGS[args.config]}
-    for key, value in (("peak_lr", args.peak_lr), ("warmup", args.warmup), ("max_tokens", args.max_tokens)):
-        if value is not None:
-            config[key] = value
-    for key, value in args.set:
-        known = config_keys(config["model"])
-        if key not in known:
-            raise SystemExit(f"--set {key}: not a key of the {config['model']} configurations ({', '.join(known)})")
-        config[key] = value
-    try:
-        typed(config)  # every value of the type its key takes
-    except ValueError as exc:
-        raise SystemExit(f"--set: {exc}") from None
-    return config
 
 
 def _copy_task(max_tokens: int, seed: int):
@@ -145,10 +62,48 @@ def _copy_task(max_tokens: int, seed: int):
     return vocab, batches, test
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+@dataclass
+class TrainerRun:
+    """What ``train`` returns: the run as the JSON of ``--out`` holds it, the trained model, and its data."""
+
+    result: dict
+    model: torch.nn.Module  # the model itself, unwrapped from DistributedDataParallel, in eval mode
+    data: object  # translation.TranslationData, or None for --data copy
+
+
+def _write_json(path: Path, result: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps(result, indent=1) + "\n")
+    tmp.replace(path)  # a reader (or a run killed mid-write) never sees half a file
+
+
+def train(
+    argv: list[str],
+    deadline: float | None = None,
+    launched_by: str | None = None,
+    after_eval: Callable[[dict, torch.nn.Module], None] | None = None,
+) -> TrainerRun:
+    """Train as ``python -m transformer_course.train ARGV`` does, and return the run, the model and the data.
+
+    ``deadline``: a wall-clock time (time.time()) at which training stops, whatever the budget (evaluations
+    included): the GPU run (``transformer_course.gpu``) calls this with one deadline for all it does. With
+    ``--out``, the JSON is written after every evaluation too (``"finished": false``), so that a run cut short
+    keeps its curve. ``launched_by``: the command that called this one, recorded with the run. ``after_eval(result,
+    model)`` is called after every evaluation with the run so far (the GPU run saves the weights there).
+    """
+    parser = _parser()
+    args = parser.parse_args(argv)
     if args.steps is None and args.minutes is None:
-        _parser().error("give a budget: --steps N, --minutes M, or both")
+        parser.error("give a budget: --steps N, --minutes M, or both")
+    if args.limit_held_out is not None and args.limit_held_out < 1:
+        parser.error(f"--limit-held-out must be a positive number of sentences, got {args.limit_held_out}")
+    if args.tatoeba is not None:
+        from .data.tatoeba import ENVIRONMENT_VARIABLE, TatoebaUnavailable
+
+        if not args.tatoeba.is_file():
+            raise TatoebaUnavailable(f"--tatoeba {args.tatoeba}: no such file (spa.tsv, or spa.tsv.xz)")
+        os.environ[ENVIRONMENT_VARIABLE] = str(args.tatoeba)
     from .translation import VOCAB_SIZE, build_model, evaluate_bleu, load_data
 
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -164,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
 
     config = configuration(args)
+    data = None
     if args.data == "copy":
         vocab, batches, test = _copy_task(config["max_tokens"], args.seed)
         vocab_size = len(vocab)
@@ -179,6 +135,16 @@ def main(argv: list[str] | None = None) -> int:
         final_test = None
     else:
         data = load_data(config["max_tokens"], args.seed, config.get("vocab", VOCAB_SIZE))
+        if args.limit_held_out:
+            n = args.limit_held_out
+            data = dataclasses.replace(
+                data,
+                **{
+                    f"{part}_{what}": getattr(data, f"{part}_{what}")[:n]
+                    for part in ("valid", "test")
+                    for what in ("sources", "references", "ids")
+                },
+            )
         batches, vocab_size = data.train, len(data.tokenizer)
 
         def evaluate(model):
@@ -188,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
             return evaluate_bleu(model, data, "test")
 
     model = build_model(config, vocab_size, seed=args.seed).to(device)
+    core = model
     if world > 1:
         model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[device] if device.type == "cuda" else None)
     settings = Settings(
@@ -199,9 +166,62 @@ def main(argv: list[str] | None = None) -> int:
         seed=args.seed,
         eval_every_seconds=args.eval_every_minutes * 60,
         eval_every_steps=args.eval_every_steps,
+        deadline=deadline,
     )
-    log = (lambda line: print(line, flush=True)) if rank == 0 else None
+    command = "python -m transformer_course.train " + " ".join(argv)
     start = time.perf_counter()
+
+    def record(history: dict, finished: bool) -> dict:
+        result = {
+            "command": command,
+            "config": args.config,
+            "settings": config,
+            "data": args.data,
+            "world_size": world,
+            "device": str(device),
+            "device_name": torch.cuda.get_device_name(device)
+            if device.type == "cuda"
+            else platform.processor() or platform.machine(),
+            "cpu_count": os.cpu_count(),
+            "threads": torch.get_num_threads(),
+            "torch": torch.__version__,
+            "cuda": torch.version.cuda,
+            "parameters": sum(p.numel() for p in core.parameters()),
+            "steps": history["step"],
+            "train_seconds": history["seconds"],
+            "tokens": history["tokens"],
+            "wall_seconds": time.perf_counter() - start,
+            "curve": [{"step": s, "seconds": t, "score": v} for s, t, v in history["eval"]],
+            "score": history["eval"][-1][2] if history["eval"] else None,
+            "curve_on": "valid" if args.data == "tatoeba" else "test",  # what "curve" and "score" were measured on
+            "test_score": None,  # the test set, decoded once at the end (greedy BLEU)
+            "metric": "BLEU" if args.data == "tatoeba" else "exact match (%)",
+        }
+        if device.type == "cuda":
+            result["autocast"] = "bfloat16" if settings.bf16 else None
+        if deadline is not None and finished:  # it stopped before its budget: the deadline stopped it
+            budget_reached = (args.steps is not None and history["step"] >= args.steps) or (
+                args.minutes is not None and history["seconds"] >= 60 * args.minutes
+            )
+            result["stopped_by_deadline"] = not budget_reached
+        if launched_by is not None:
+            result["launched_by"] = launched_by
+        if args.limit_held_out:
+            result["limit_held_out"] = args.limit_held_out  # scored on a part of the held-out sets only
+        if not finished:
+            result["finished"] = False
+        return result
+
+    def write_progress(history: dict) -> None:
+        if rank != 0:
+            return
+        result = record(history, finished=False)
+        if args.out:
+            _write_json(args.out, result)
+        if after_eval is not None:
+            after_eval(result, core)
+
+    log = (lambda line: print(line, flush=True)) if rank == 0 else None
     history = fit(
         model,
         batches,
@@ -211,44 +231,21 @@ def main(argv: list[str] | None = None) -> int:
         device=device,
         progress=not args.no_progress,
         log=log,
+        after_eval=write_progress,
     )
-    core = model.module if hasattr(model, "module") else model
-    test_score = final_test(core) if final_test is not None and rank == 0 and not args.no_test else None
+    result = record(history, finished=True)
+    if final_test is not None and rank == 0 and not args.no_test:
+        result["test_score"] = final_test(core)
     digest = parameter_digest(core)
     digests: list = [digest]
     if world > 1:
         digests = [None] * world
         dist.all_gather_object(digests, digest)
         if rank == 0 and len(set(digests)) != 1:
-            print(f"the processes' parameters differ: {digests}", file=sys.stderr)
-            return 1
-    result = {
-        "command": "python -m transformer_course.train " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "config": args.config,
-        "settings": config,
-        "data": args.data,
-        "world_size": world,
-        "device": str(device),
-        "device_name": torch.cuda.get_device_name(device)
-        if device.type == "cuda"
-        else platform.processor() or platform.machine(),
-        "cpu_count": os.cpu_count(),
-        "threads": torch.get_num_threads(),
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda,
-        "parameters": sum(p.numel() for p in core.parameters()),
-        "steps": history["step"],
-        "train_seconds": history["seconds"],
-        "tokens": history["tokens"],
-        "wall_seconds": time.perf_counter() - start,
-        "curve": [{"step": s, "seconds": t, "score": v} for s, t, v in history["eval"]],
-        "score": history["eval"][-1][2] if history["eval"] else None,
-        "curve_on": "valid" if args.data == "tatoeba" else "test",  # what "curve" and "score" were measured on
-        "test_score": test_score,  # the test set, decoded once at the end (greedy BLEU)
-        "metric": "BLEU" if args.data == "tatoeba" else "exact match (%)",
-        "parameter_digests": digests,  # one per process: equal under DDP
-    }
+            raise RuntimeError(f"the processes' parameters differ: {digests}")
+    result["parameter_digests"] = digests  # one per process: equal under DDP
     if rank == 0:
+        test_score = result["test_score"]
         test = f", test {test_score:.2f}" if test_score is not None else ""
         print(
             f"{result['metric']} {result['score']:.2f} ({result['curve_on']}{test}) after {history['step']} steps, "
@@ -260,10 +257,20 @@ def main(argv: list[str] | None = None) -> int:
             torch.save({k: v.detach().cpu() for k, v in core.state_dict().items()}, args.save)
             result["weights_sha256"] = hashlib.sha256(args.save.read_bytes()).hexdigest()
         if args.out:
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text(json.dumps(result, indent=1) + "\n")
+            _write_json(args.out, result)
     if world > 1:
         dist.destroy_process_group()
+    return TrainerRun(result, core.eval(), data)
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        train(argv if argv is not None else sys.argv[1:])
+    except RuntimeError as exc:
+        if "parameters differ" not in str(exc):
+            raise
+        print(exc, file=sys.stderr)
+        return 1
     return 0
 
 

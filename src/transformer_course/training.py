@@ -111,6 +111,9 @@ class Settings:
     eval_every_steps: int = 0  # evaluate every so many steps (0: never) ...
     eval_every_seconds: float = 0.0  # ... or every so many seconds of training (0: never)
     bf16: bool = True  # bf16 autocast, on a CUDA device only
+    # A wall-clock time (time.time()) at which training stops whatever its budget, evaluations included: a run
+    # with one overall deadline (transformer_course.gpu) ends in time and keeps what it trained.
+    deadline: float | None = None
     betas: tuple[float, float] = (0.9, 0.98)
     extra: dict = field(default_factory=dict)  # free-form, kept with the checkpoint
 
@@ -147,6 +150,7 @@ def fit(
     device: torch.device | None = None,
     progress: bool = True,
     log: Callable[[str], None] | None = None,
+    after_eval: Callable[[dict], None] | None = None,
 ) -> dict:
     """Train ``model`` on ``batches`` (a list of data.Batch, cycled in a seeded random order, reshuffled each epoch).
 
@@ -154,7 +158,10 @@ def fit(
     ``settings.peak_lr``, label-smoothed cross-entropy over the real target tokens, gradient clipping.
 
     - ``evaluate(model) -> score`` is called in eval mode on the schedule of the settings (and at the end);
-      its time does not count towards the budget.
+      its time does not count towards the budget. ``after_eval(history)`` is called after each evaluation
+      (a run that writes its results as it goes, so that one cut short keeps its curve).
+    - ``settings.deadline``: at that wall-clock time the loop stops, and evaluates once more if it trained since
+      its last evaluation, whatever the budget left.
     - ``checkpoint``: the state (model, optimizer, step, batch order, random generators, history) is
       saved there at the end and resumed from when the file exists, so that 10 + 10 steps give exactly
       the parameters of 20 steps.
@@ -218,15 +225,19 @@ def fit(
         model.train()
         history["eval"].append((history["step"], round(trained, 3), score))
         if log and rank == 0:
-            log(f"step {history['step']:6d}  {trained:7.1f} s  loss {history['loss'][-1]:.3f}  score {score:.2f}")
+            loss = f"{history['loss'][-1]:.3f}" if history["loss"] else "-"
+            log(f"step {history['step']:6d}  {trained:7.1f} s  loss {loss}  score {score:.2f}")
+        if after_eval is not None:
+            after_eval(history)
 
     model.train()
     while True:
         step = history["step"] + 1
         if settings.steps is not None and step > settings.steps:
             break
-        if settings.seconds is not None:
-            out_of_time = torch.tensor(float(trained >= settings.seconds))
+        if settings.seconds is not None or settings.deadline is not None:
+            late = settings.deadline is not None and time.time() >= settings.deadline
+            out_of_time = torch.tensor(float(late or (settings.seconds is not None and trained >= settings.seconds)))
             if world > 1:
                 dist.broadcast(out_of_time, src=0)  # rank 0's clock decides, so that every process stops together
             if out_of_time.item():

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 from torch import nn
 
@@ -33,9 +34,11 @@ __all__ = [
     "CONFIGS",
     "TranslationData",
     "TranslationRun",
+    "beam_translations",
     "build_model",
     "evaluate_bleu",
     "load_data",
+    "tokenizer_file",
     "translation_experiment",
 ]
 
@@ -83,8 +86,15 @@ class TranslationRun:
     device: str
 
 
-def _tokenizer(texts: list[str], key: str, vocab_size: int) -> BPETokenizer:
-    path = cache_dir() / f"bpe-{key}.json"
+def tokenizer_file(vocab_size: int = VOCAB_SIZE) -> Path:
+    """Where the course's BPE of this size, learned from the training half of the split, is kept (the model cache):
+    ``load_data`` learns it once, and ``make gpu-pack`` sends this very file to the GPU machine."""
+    key = hashlib.sha256(f"{SPA_TSV_SHA256} {vocab_size} split=0.05/0.05/0".encode()).hexdigest()[:12]
+    return cache_dir() / f"bpe-{key}.json"
+
+
+def _tokenizer(texts: list[str], vocab_size: int) -> BPETokenizer:
+    path = tokenizer_file(vocab_size)
     if path.is_file():
         try:
             return BPETokenizer.load(path)
@@ -103,8 +113,7 @@ def load_data(max_tokens: int = 1000, seed: int = 0, vocab_size: int = VOCAB_SIZ
     """The course's Tatoeba split, a shared BPE learned from its training half, and token-count batches."""
     split = tatoeba_split()
     texts = [en for en, _ in split.train] + [es for _, es in split.train]
-    key = hashlib.sha256(f"{SPA_TSV_SHA256} {vocab_size} split=0.05/0.05/0".encode()).hexdigest()[:12]
-    tokenizer = _tokenizer(texts, key, vocab_size)
+    tokenizer = _tokenizer(texts, vocab_size)
     src = tokenizer.encode_batch([en for en, _ in split.train])
     tgt = tokenizer.encode_batch([es for _, es in split.train])
     kept = [i for i in range(len(src)) if len(src[i]) <= MAX_TRAIN_TOKENS and len(tgt[i]) < MAX_TRAIN_TOKENS]
@@ -145,6 +154,25 @@ def greedy_translations(model: nn.Module, data: TranslationData, sources: list[l
     """Greedy translations of every distinct test sentence (or of ``sources``), decoded to text."""
     sources = data.test_ids if sources is None else sources
     return translate(model, sources, data.tokenizer, max_output_length, TEST_BATCH, data.tokenizer.pad_id)
+
+
+def beam_translations(
+    model: nn.Module, data: TranslationData, sources: list[list[int]], beam_size: int, alpha: float, rows: int = 256
+) -> list[str]:
+    """Beam-search translations (chapter 9: ``beam_size`` beams, length penalty ``alpha``) of token-id sources, as
+    text. Sentences of similar length go together, ``rows // beam_size`` at a time (every beam is a row)."""
+    from .data.batching import length_batches, pad_sequences
+    from .decoding import beam_search
+
+    device = next(model.parameters()).device
+    texts = [""] * len(sources)
+    for group in length_batches([len(s) for s in sources], max(1, rows // beam_size), shuffle=False):
+        src, mask = pad_sequences([sources[i] for i in group], data.tokenizer.pad_id)
+        limit = max_output_length(src.shape[1])
+        result = beam_search(model, src.to(device), mask.to(device), beam_size, limit, alpha, data.tokenizer.eos_id)
+        for i, tokens in zip(group, result.tokens):
+            texts[i] = data.tokenizer.decode(tokens)
+    return texts
 
 
 def evaluate_bleu(model: nn.Module, data: TranslationData, part: str = "valid") -> float:

