@@ -207,3 +207,38 @@ def test_a_failing_phase_is_recorded_and_the_run_goes_on(tmp_path, capsys):
     phases = json.loads((run.out / FILES["machine"]).read_text())["phases"]
     assert [p["status"] for p in phases] == ["failed: ZeroDivisionError: division by zero", "done: fine"]
     assert "Traceback" in capsys.readouterr().err
+
+
+def test_where_bf16_is_missing_the_gru_trains_in_float32_and_says_so(tmp_path, monkeypatch):
+    from transformer_course.gpu import phases
+    from transformer_course.gpu.run import Run
+
+    run = Run(tmp_path / "pack", tmp_path / "out", 1.0, "cpu", False, 0, "python -m transformer_course.gpu run")
+    run.bf16 = True  # as on a GPU
+    calls = []
+
+    def fake_train(run, name, after_eval=None, fp32=False):
+        calls.append(fp32)
+        if not fp32:  # the error PyTorch raised for a GRU cell in bf16 before it had the kernel
+            raise RuntimeError("\"_thnn_fused_gru_cell_cuda\" not implemented for 'BFloat16'")
+        return "trained"
+
+    monkeypatch.setattr(phases, "_train", fake_train)
+    assert phases.train_gru(run) == "in float32: the GRU has no bf16 kernel here" and calls == [False, True]
+    assert run.results["gru"] == "trained"
+
+    def broken(run, name, after_eval=None, fp32=False):
+        raise RuntimeError("CUDA out of memory")
+
+    monkeypatch.setattr(phases, "_train", broken)
+    with pytest.raises(RuntimeError, match="out of memory"):  # any other error is not hidden
+        phases.train_gru(run)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without a CUDA GPU")
+def test_a_gpu_run_without_a_gpu_is_refused_at_once(tmp_path, capsys):
+    from transformer_course.gpu.__main__ import main
+
+    assert main(["run", "--out", str(tmp_path / "out")]) == 2  # not nine minutes of CPU figures labelled GPU
+    assert "needs a CUDA GPU" in capsys.readouterr().err and not (tmp_path / "out").exists()
+    assert main(["run", "--out", str(tmp_path / "out"), "--dry-run", "--minutes", "0"]) == 2

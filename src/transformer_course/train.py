@@ -167,6 +167,7 @@ def train(
         eval_every_seconds=args.eval_every_minutes * 60,
         eval_every_steps=args.eval_every_steps,
         deadline=deadline,
+        bf16=not args.fp32,
     )
     command = "python -m transformer_course.train " + " ".join(argv)
     start = time.perf_counter()

@@ -59,6 +59,11 @@ def parser() -> argparse.ArgumentParser:
         "SHA-256; also read from $TRANSFORMER_COURSE_TATOEBA)",
     )
     p.add_argument("--device", help="cpu, cuda or mps (default: CUDA, then MPS, then the CPU)")
+    p.add_argument(
+        "--fp32",
+        action="store_true",
+        help="train in float32 on a GPU too (the default there is bf16 autocast, which an old cuDNN lacks for GRUs)",
+    )
     p.add_argument("--threads", type=int, help="CPU threads per process (default: PyTorch's choice)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--checkpoint", type=Path, help="save here at the end, and resume from here if it exists")

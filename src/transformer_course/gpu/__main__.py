@@ -52,6 +52,17 @@ def main(argv: list[str] | None = None) -> int:
         from .run import Run
 
         device = args.device or ("cpu" if args.dry_run else None)
+        if not args.dry_run:
+            import torch
+
+            if not torch.cuda.is_available() or (device is not None and not device.startswith("cuda")):
+                print(
+                    "the GPU run needs a CUDA GPU, and PyTorch sees none here"
+                    if not torch.cuda.is_available()
+                    else f"the GPU run trains on a CUDA GPU, not on {device}: use --dry-run to try it elsewhere",
+                    file=sys.stderr,
+                )
+                return 2
         command = "python -m transformer_course.gpu " + shlex.join(argv)
         run = Run(args.pack, args.out, args.minutes, device, args.dry_run, args.seed, command)
         return run.execute(PHASES, summary)

@@ -70,8 +70,26 @@ def throughput(run: Run) -> None:
     _free(run)
 
 
-def step_time(run: Run) -> None:
-    """The time of a training step against sentence length, GRU with attention and Transformer (chapter 8's figure)."""
+def _bf16_missing(exc: Exception) -> bool:
+    """Is this the error of an operation that has no bf16 kernel here (a GRU on a cuDNN older than 9.13)?"""
+    return isinstance(exc, RuntimeError) and ("BFloat16" in str(exc) or "bfloat16" in str(exc).lower())
+
+
+def step_time(run: Run) -> str | None:
+    """The time of a training step against sentence length, GRU with attention and Transformer (chapter 8's figure),
+    with bf16 autocast, or in float32 where an operation has no bf16 kernel on this machine (said in the file)."""
+    try:
+        _step_time(run, run.bf16)
+    except RuntimeError as exc:
+        if not (run.bf16 and _bf16_missing(exc)):
+            raise
+        print(f"no bf16 here ({exc}); measuring in float32")
+        _step_time(run, False)
+        return "in float32: an operation has no bf16 kernel here"
+    return None
+
+
+def _step_time(run: Run, bf16: bool) -> None:
     from ..speed import step_time_by_length
     from ..translation import VOCAB_SIZE, build_model
 
@@ -80,7 +98,7 @@ def step_time(run: Run) -> None:
         label: (name, CONFIGS[name], build_model(CONFIGS[name], VOCAB_SIZE, seed=run.seed).to(run.device))
         for label, name in (("GRU with attention", GRU), ("Transformer", TRANSFORMER))
     }
-    rows = step_time_by_length(models, b["lengths"], b["tokens"], VOCAB_SIZE, b["rounds"], run.bf16, log=print)
+    rows = step_time_by_length(models, b["lengths"], b["tokens"], VOCAB_SIZE, b["rounds"], bf16, log=print)
     for row in rows:
         print(
             f"{row['model']:20s} L={row['length']:4d} {1000 * row['seconds']:8.1f} ms {row['tokens_per_second']:10,.0f} tok/s"
@@ -92,7 +110,7 @@ def step_time(run: Run) -> None:
             "torch": torch.__version__,
             "device": str(run.device),
             "machine": run.machine(),
-            "bf16_autocast": run.bf16,
+            "bf16_autocast": bf16,
             "threads": torch.get_num_threads(),
             "tokens_per_batch": b["tokens"],
             "rounds": b["rounds"],
@@ -118,10 +136,11 @@ def plan(run: Run) -> str:
     return f"{minutes} minutes of training for each model" if run.device.type == "cuda" else "the dry run's steps"
 
 
-def _train(run: Run, name: str, after_eval=None):
+def _train(run: Run, name: str, after_eval=None, fp32: bool = False):
     from ..train import train
 
     budget = ["--minutes", str(run.results["minutes"])] if run.device.type == "cuda" else []
+    budget += ["--fp32"] if fp32 else []
     tatoeba = str(run.pack / run.record["pack"]["manifest"]["tatoeba"]["file"])
     argv = [
         *("--config", name, *budget, *run.budgets.train, "--device", run.device.type, "--seed", str(run.seed)),
@@ -142,8 +161,16 @@ def train_transformer(run: Run) -> None:
     keep_weights(trained.result, trained.model)
 
 
-def train_gru(run: Run) -> None:
-    run.results["gru"] = _train(run, GRU)
+def train_gru(run: Run) -> str | None:
+    try:
+        run.results["gru"] = _train(run, GRU)
+    except RuntimeError as exc:  # at its first step, if at all: then train it in float32, and say so
+        if not (run.bf16 and _bf16_missing(exc)):
+            raise
+        print(f"no bf16 here for the GRU ({exc}); training it in float32")
+        run.results["gru"] = _train(run, GRU, fp32=True)
+        return "in float32: the GRU has no bf16 kernel here"
+    return None
 
 
 def finish_transformer(run: Run) -> str:
