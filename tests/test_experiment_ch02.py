@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from transformer_course import lstm as ref
-from transformer_course.grading import ch02, registry
+from transformer_course.exercises import ch02
+from transformer_course.grading import registry
 
 EXERCISE = registry.get("2.5")
 SEEDS = (registry.PUBLIC_SEED, registry.HIDDEN_SEED, 12345)  # 12345: the grader tests' hidden seed

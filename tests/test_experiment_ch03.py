@@ -2,7 +2,8 @@
 
 import pytest
 
-from transformer_course.grading import ch03, registry
+from transformer_course.exercises import ch03
+from transformer_course.grading import registry
 from transformer_course.grading.registry import HIDDEN_SEED, PUBLIC_SEED, run_case, verdict
 
 EX = registry.get("3.6")

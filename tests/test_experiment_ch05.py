@@ -3,7 +3,8 @@
 import pytest
 import torch
 
-from transformer_course.grading import ch05, registry
+from transformer_course.exercises import ch05
+from transformer_course.grading import registry
 from transformer_course.grading.registry import HIDDEN_SEED, PUBLIC_SEED, run_case, verdict
 
 EX = registry.get("5.5")

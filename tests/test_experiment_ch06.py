@@ -5,7 +5,8 @@ import math
 import pytest
 import torch
 
-from transformer_course.grading import ch06, registry
+from transformer_course.exercises import ch06
+from transformer_course.grading import registry
 from transformer_course.grading.registry import HIDDEN_SEED, PUBLIC_SEED, run_case, verdict
 
 EX = registry.get("6.4")

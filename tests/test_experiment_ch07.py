@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from transformer_course.attention import SelfAttention
-from transformer_course.grading import ch07, registry
+from transformer_course.exercises import ch07
+from transformer_course.grading import registry
 from transformer_course.grading.registry import HIDDEN_SEED, PUBLIC_SEED, run_case, verdict
 from transformer_course.positional import PositionalEncoding
 

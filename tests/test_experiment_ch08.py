@@ -9,7 +9,8 @@ import math
 import pytest
 import torch
 
-from transformer_course.grading import ch08, registry
+from transformer_course.exercises import ch08
+from transformer_course.grading import registry
 
 EX = registry.get("8.6")
 CASES = EX.cases(registry.PUBLIC_SEED) + EX.cases(registry.HIDDEN_SEED)

@@ -6,7 +6,8 @@ import math
 import pytest
 import torch
 
-from transformer_course.grading import ch09, registry
+from transformer_course.exercises import ch09
+from transformer_course.grading import registry
 
 EX = registry.get("9.3")
 CASES = EX.cases(registry.PUBLIC_SEED) + EX.cases(registry.HIDDEN_SEED)

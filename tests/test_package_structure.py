@@ -10,7 +10,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "transformer_course"
 
 # The chapter each chapter module belongs to; the other modules are shared (data, training, evaluation,
-# the cache, the grader's machinery). grading/chNN.py belongs to chapter NN.
+# the cache, the grader's machinery). exercises/chNN.py (or the package exercises/chNN/) belongs to chapter NN.
 CHAPTERS = {
     "rnn": 1,
     "lstm": 2,
@@ -36,8 +36,8 @@ MAX_LINES = 300
 
 
 def exercise_tables() -> set[str]:
-    """grading/chNN.py: declarative exercise tables (cases, mistakes, hints), long because each exercise is."""
-    return {name for name in modules() if name.startswith("grading.") and chapter_of(name) is not None}
+    """exercises/chNN.py: declarative exercise tables (cases, mistakes, hints), long because each exercise is."""
+    return {name for name in modules() if name.startswith("exercises.") and chapter_of(name) is not None}
 
 
 def module_name(path: Path) -> str:
@@ -52,8 +52,9 @@ def modules() -> dict[str, Path]:
 def chapter_of(name: str) -> int | None:
     if name in CHAPTERS:
         return CHAPTERS[name]
-    if name.startswith("grading.ch") and name[len("grading.ch") :].isdigit():
-        return int(name[len("grading.ch") :])
+    parts = name.split(".")
+    if len(parts) >= 2 and parts[0] == "exercises" and parts[1].startswith("ch") and parts[1][2:].isdigit():
+        return int(parts[1][2:])
     return None
 
 
@@ -96,7 +97,7 @@ def test_the_graph_is_read_from_real_imports(graph):
     # A reader that found nothing would pass every test below.
     assert {"seq2seq", "data.batching"} <= graph["bahdanau"]
     assert "incremental" in graph["transformer"] and "incremental" in graph["decoding"]
-    assert "seq2seq" in graph["grading.ch03"]
+    assert "seq2seq" in graph["exercises.ch03"] and "grading.registry" in graph["exercises.ch03"]
 
 
 def test_no_import_cycles(graph):
@@ -140,13 +141,13 @@ def test_every_chapter_module_exists():
 
 
 def test_every_graded_chapter_names_its_module_here(graph):
-    # A new chapter's grading module imports the chapter's reference module: that module must be listed in
+    # A new chapter's exercise module imports the chapter's reference module: that module must be listed in
     # CHAPTERS under the same number, or the checks above would not hold it to the chapter order.
     tables = exercise_tables()
     assert len(tables) >= 9
     for table in sorted(tables):
         number = chapter_of(table)
-        own = {m for m in graph[table] if not m.startswith("grading") and m not in SHARED}
+        own = {m for m in graph[table] if not m.startswith(("grading", "exercises")) and m not in SHARED}
         assert own, f"{table} imports no chapter module"
         wrong = {m: CHAPTERS.get(m) for m in own if CHAPTERS.get(m) is None or CHAPTERS[m] > number}
         assert not wrong, f"{table}: add these modules to CHAPTERS (chapter {number} or earlier): {wrong}"
@@ -159,3 +160,14 @@ def test_modules_are_short():
         if name not in exercise_tables() and (n := len(path.read_text().splitlines())) > MAX_LINES
     }
     assert not long, f"modules over {MAX_LINES} lines (split them by what they hold): {long}"
+
+
+def test_the_grading_machinery_imports_none_of_the_course(graph):
+    # The trust boundary: grading/ runs and compares submissions; what the exercises are, and the models they are
+    # checked against, live in exercises/ and the chapters' modules, which the registry finds by name when it needs
+    # them. A security reviewer reads grading/ alone.
+    machinery = [name for name in graph if name == "grading" or name.startswith("grading.")]
+    assert len(machinery) >= 10
+    for name in machinery:
+        outside = {m for m in graph[name] if not (m == "grading" or m.startswith("grading.")) and m != "repository"}
+        assert not outside, f"{name} imports course code outside the grading machinery: {sorted(outside)}"

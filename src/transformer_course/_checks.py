@@ -18,6 +18,19 @@ def positive_int(name: str, value: object) -> int:
     return value
 
 
+def check_heads(d_model: object, n_heads: object, dropout: object = None) -> int:
+    """d_k = d_model / n_heads, for positive ints d_model divisible by n_heads (and a dropout in [0, 1) if given)."""
+    positive_int("d_model", d_model)
+    positive_int("n_heads", n_heads)
+    if d_model % n_heads:
+        raise ValueError(
+            f"d_model={d_model} is not divisible by n_heads={n_heads}: each head gets d_model / n_heads dimensions"
+        )
+    if dropout is not None and not (isinstance(dropout, (int, float)) and 0.0 <= dropout < 1.0):
+        raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+    return d_model // n_heads
+
+
 def require_tensor(name: str, x: object, dim: int | None = None, min_dim: int | None = None) -> Tensor:
     """``x`` if it is a tensor with exactly ``dim`` dimensions (or at least ``min_dim``), else TypeError or ValueError."""
     if not isinstance(x, Tensor):

@@ -17,10 +17,10 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from ._checks import positive_int, require_tensor
+from ._checks import check_heads, positive_int, require_tensor
 from .attention import scaled_dot_product_attention
 
-__all__ = ["split_heads", "merge_heads", "MultiHeadAttention", "to_torch", "from_torch", "torch_masks"]
+__all__ = ["split_heads", "merge_heads", "head_mask", "MultiHeadAttention", "to_torch", "from_torch", "torch_masks"]
 
 
 def split_heads(x: Tensor, n_heads: int) -> Tensor:
@@ -38,7 +38,7 @@ def merge_heads(x: Tensor) -> Tensor:
     return x.transpose(-3, -2).flatten(-2)  # (..., T, h, d_k) -> (..., T, h * d_k)
 
 
-def _head_mask(mask: Tensor | None) -> Tensor | None:
+def head_mask(mask: Tensor | None) -> Tensor | None:
     """Give a mask of up to 3 dimensions a head axis, so that it is the same for every head."""
     if mask is None:
         return None
@@ -58,12 +58,7 @@ class MultiHeadAttention(nn.Module):
 
     def __init__(self, d_model: int, n_heads: int, bias: bool = True) -> None:
         super().__init__()
-        for name, value in (("d_model", d_model), ("n_heads", n_heads)):
-            positive_int(name, value)
-        if d_model % n_heads:
-            raise ValueError(
-                f"d_model={d_model} must be divisible by n_heads={n_heads}: each head gets d_model / n_heads dimensions"
-            )
+        check_heads(d_model, n_heads)
         self.d_model, self.n_heads, self.d_k = d_model, n_heads, d_model // n_heads
         # Each (d_model, d_model) projection holds the h per-head projections (d_model -> d_k) stacked.
         self.w_q = nn.Linear(d_model, d_model, bias=bias)
@@ -79,7 +74,7 @@ class MultiHeadAttention(nn.Module):
         q = split_heads(self.w_q(query), self.n_heads)  # (B, h, T_q, d_k)
         k = split_heads(self.w_k(key), self.n_heads)  # (B, h, T_k, d_k)
         v = split_heads(self.w_v(value), self.n_heads)  # (B, h, T_k, d_k)
-        out, weights = scaled_dot_product_attention(q, k, v, _head_mask(mask))  # (B, h, T_q, d_k), (B, h, T_q, T_k)
+        out, weights = scaled_dot_product_attention(q, k, v, head_mask(mask))  # (B, h, T_q, d_k), (B, h, T_q, T_k)
         return self.w_o(merge_heads(out)), weights  # (B, T_q, d_model), (B, h, T_q, T_k)
 
 

@@ -9,22 +9,11 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._checks import positive_int
+from ._checks import check_heads
 from .attention import scaled_dot_product_attention
 from .multihead import merge_heads, split_heads
 
-__all__ = ["PackedMultiHeadAttention", "Packing"]
-
-
-def _check_sizes(d_model: int, n_heads: int, dropout: float) -> None:
-    positive_int("d_model", d_model)
-    positive_int("n_heads", n_heads)
-    if d_model % n_heads:
-        raise ValueError(
-            f"d_model={d_model} must be divisible by n_heads={n_heads}: each head gets d_model / n_heads dimensions"
-        )
-    if not 0.0 <= dropout < 1.0:
-        raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+__all__ = ["PackedMultiHeadAttention", "Packing", "unpack"]
 
 
 class Packing:
@@ -54,7 +43,8 @@ class Packing:
         return x.unflatten(0, self.shape)
 
 
-def _unpack(x: Tensor, packing: Packing | None) -> Tensor:
+def unpack(x: Tensor, packing: Packing | None) -> Tensor:
+    """x as (B, T, ...) whether or not it is packed: (N, ...) with a Packing, unchanged without one."""
     return x if packing is None else packing.unpack(x)
 
 
@@ -74,7 +64,7 @@ class PackedMultiHeadAttention(nn.Module):
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, use_sdpa: bool = True) -> None:
         super().__init__()
-        _check_sizes(d_model, n_heads, dropout)
+        check_heads(d_model, n_heads, dropout)
         self.d_model, self.n_heads = d_model, n_heads
         self.w_qkv = nn.Linear(d_model, 3 * d_model)  # rows: W_Q, then W_K, then W_V
         self.w_o = nn.Linear(d_model, d_model)
@@ -83,18 +73,18 @@ class PackedMultiHeadAttention(nn.Module):
 
     def project_qkv(self, x: Tensor, packing: Packing | None = None) -> tuple[Tensor, Tensor, Tensor]:
         """x (B, T, d) -> q, k, v, each (B, h, T, d_k), from one matrix product."""
-        qkv = _unpack(self.w_qkv(x), packing)  # (B, T, 3 d)
+        qkv = unpack(self.w_qkv(x), packing)  # (B, T, 3 d)
         return tuple(split_heads(t, self.n_heads) for t in qkv.chunk(3, dim=-1))
 
     def project_q(self, x: Tensor, packing: Packing | None = None) -> Tensor:
         """x (B, T_q, d) -> q (B, h, T_q, d_k), with the W_Q rows of w_qkv."""
         d = self.d_model
-        return split_heads(_unpack(F.linear(x, self.w_qkv.weight[:d], self.w_qkv.bias[:d]), packing), self.n_heads)
+        return split_heads(unpack(F.linear(x, self.w_qkv.weight[:d], self.w_qkv.bias[:d]), packing), self.n_heads)
 
     def project_kv(self, memory: Tensor, packing: Packing | None = None) -> tuple[Tensor, Tensor]:
         """memory (B, T_k, d) -> k, v, each (B, h, T_k, d_k), with the W_K and W_V rows of w_qkv."""
         d = self.d_model
-        kv = _unpack(F.linear(memory, self.w_qkv.weight[d:], self.w_qkv.bias[d:]), packing)  # (B, T_k, 2 d)
+        kv = unpack(F.linear(memory, self.w_qkv.weight[d:], self.w_qkv.bias[d:]), packing)  # (B, T_k, 2 d)
         return tuple(split_heads(t, self.n_heads) for t in kv.chunk(2, dim=-1))
 
     def attend(

@@ -29,11 +29,11 @@ import math
 import torch
 from torch import Tensor, nn
 
-from ._checks import check_ids, check_values, positive_int
+from ._checks import check_heads, check_ids, check_values, positive_int
 from .attention import causal_mask
 from .data.batching import shift_right
 from .incremental import greedy_decode
-from .packed_attention import PackedMultiHeadAttention, Packing, _check_sizes, _unpack
+from .packed_attention import PackedMultiHeadAttention, Packing, unpack
 from .positional import PositionalEncoding
 from .transformer_layers import Decoder, DecoderLayer, Encoder, EncoderLayer, FeedForward
 
@@ -92,7 +92,7 @@ class Transformer(nn.Module):
         use_sdpa: bool = True,
     ) -> None:
         super().__init__()
-        _check_sizes(d_model, n_heads, dropout)
+        check_heads(d_model, n_heads, dropout)
         for name, vocab in (("src_vocab", src_vocab), ("tgt_vocab", tgt_vocab)):
             if positive_int(name, vocab) <= max(bos_id, pad_id):
                 raise ValueError(f"{name}={vocab} is too small to hold bos_id={bos_id} and pad_id={pad_id}")
@@ -174,7 +174,7 @@ class Transformer(nn.Module):
         check_ids("src", src, src_mask, "src_mask", self.max_len)
         check_values([("src", src, self.src_vocab)], [("src_mask", src_mask)])
         memory, packing = self._encode(src, src_mask)
-        return _unpack(memory, packing)
+        return unpack(memory, packing)
 
     def decode(self, memory: Tensor, src_mask: Tensor, tgt_in: Tensor, tgt_mask: Tensor | None = None) -> Tensor:
         """memory (B, T_x, d), src_mask (B, T_x), decoder inputs tgt_in (B, T) starting with <bos>, their padding
@@ -199,7 +199,7 @@ class Transformer(nn.Module):
         if tgt_mask is not None:
             self_mask, packing = self_mask & tgt_mask[:, None, None, :], self._packing(tgt_mask)
         states = self._decode_states(memory, None, src_mask, tgt_in, self_mask, packing)
-        return _unpack(self.out(states), packing)
+        return unpack(self.out(states), packing)
 
     def forward(self, src: Tensor, src_mask: Tensor, tgt: Tensor) -> Tensor:
         """Teacher-forced logits (B, T_y, V) for tgt (B, T_y), the targets followed by <eos> and padding.
@@ -214,7 +214,7 @@ class Transformer(nn.Module):
         memory, src_packing = self._encode(src, src_mask)
         packing = self._packing(tgt_in != self.pad_id)
         states = self._decode_states(memory, src_packing, src_mask, tgt_in, self_mask, packing)
-        return _unpack(self.out(states), packing)  # (B, T_y, V)
+        return unpack(self.out(states), packing)  # (B, T_y, V)
 
     @torch.no_grad()
     def generate(

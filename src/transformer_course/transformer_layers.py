@@ -17,8 +17,8 @@ from collections.abc import Callable
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._checks import positive_int
-from .packed_attention import PackedMultiHeadAttention, Packing, _check_sizes
+from ._checks import check_heads, positive_int
+from .packed_attention import PackedMultiHeadAttention, Packing
 
 __all__ = ["Decoder", "DecoderLayer", "Encoder", "EncoderLayer", "FeedForward"]
 
@@ -41,7 +41,7 @@ class _Layer(nn.Module):
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float, norm_first: bool) -> None:
         super().__init__()
-        _check_sizes(d_model, n_heads, dropout)
+        check_heads(d_model, n_heads, dropout)
         self.norm_first = norm_first
         self.ff = FeedForward(d_model, d_ff, dropout)
         self.ff_norm = nn.LayerNorm(d_model)

@@ -124,7 +124,7 @@ HOSTILE = {
         "    return out, None\n"
     ),
     "5.4": _INIT + '        return check.__globals__["registry"].get("5.4").reference.forward(self, x, mask)\n',
-    "5.5": "from transformer_course.grading.ch05 import catch_every_bug\n",
+    "5.5": "from transformer_course.exercises.ch05 import catch_every_bug\n",
 }
 
 INFINITE_LOOP = "def attention_scores(q, k):\n    while True:\n        pass\n"

@@ -97,9 +97,9 @@ def _validate_exercise_cell(cell, ex_id: str, expected: dict, source_name: str) 
         if not expected:
             raise ValueError(
                 f"{source_name}: exercise cell {ex_id} is in a notebook without exercises; this chapter's exercises "
-                "belong in the notebook that its grading module names (NOTEBOOK)"
+                "belong in the notebook that its exercise module names (exercises/chNN.py: NOTEBOOK)"
             )
-        raise ValueError(f"{source_name}: exercise cell {ex_id} is not registered in transformer_course.grading")
+        raise ValueError(f"{source_name}: exercise cell {ex_id} is not registered in transformer_course.exercises")
     meta = cell.metadata.get("exercise")
     header = HEADER.match(cell.source.lstrip("\n").split("\n", 1)[0])
     if not isinstance(meta, dict) or meta.get("id") != ex_id or not header or header.group(1) != ex_id:

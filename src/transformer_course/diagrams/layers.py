@@ -3,6 +3,7 @@ pre-norm (``norm_first=True``, the course's models), alone or side by side."""
 
 from __future__ import annotations
 
+from .._checks import check_heads
 from . import _args
 from ._canvas import Canvas
 from ._render import Diagram, drawing, render
@@ -71,8 +72,7 @@ def transformer_layer(
     d = _args.count("d_model", d_model, 1, 1 << 20)
     h = _args.count("n_heads", n_heads, 1, 1 << 10)
     ff = _args.count("d_ff", d_ff, 1, 1 << 20)
-    if d % h:
-        raise ValueError(f"d_model = {d} is not divisible by n_heads = {h}: each head needs d_model / n_heads columns")
+    check_heads(d, h)
     attention = f"{h} head{'s' * (h > 1)}"
     names = {
         "encoder": (f"self-attention, {attention}", f"feed-forward {d}→{ff}→{d}"),

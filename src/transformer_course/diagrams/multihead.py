@@ -3,6 +3,7 @@ with the tensor's shape at every stage."""
 
 from __future__ import annotations
 
+from .._checks import check_heads
 from . import _args
 from ._canvas import Canvas
 from ._render import Diagram, drawing, render
@@ -18,8 +19,7 @@ def multi_head(n_heads: int = 8, d_model: int = 512, T: int | None = None) -> Di
     with B for the batch and ``T`` for the length (the letter T if not given)."""
     h = _args.count("n_heads", n_heads, 1, 16)
     d = _args.count("d_model", d_model, 1, 1 << 20)
-    if d % h:
-        raise ValueError(f"d_model = {d} is not divisible by n_heads = {h}: each head needs d_model / n_heads columns")
+    check_heads(d, h)
     t = "T" if T is None else _args.count("T", T, 1, 1 << 20)
     d_k = d // h
     c = Canvas(6.8, 5.45)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from .._checks import check_heads
 from . import _args
 from ._canvas import Canvas
 from ._render import Diagram, drawing, render
@@ -40,11 +41,7 @@ def _fields(config, overrides: dict) -> dict:
     for key, high in (("n_encoder_layers", 12), ("n_decoder_layers", 12), ("d_model", 1 << 20), ("d_ff", 1 << 20)):
         values[key] = _args.count(key, values[key], 1, high)
     values["n_heads"] = _args.count("n_heads", values["n_heads"], 1, 1 << 10)
-    if values["d_model"] % values["n_heads"]:
-        raise ValueError(
-            f"d_model = {values['d_model']} is not divisible by n_heads = {values['n_heads']}: each head needs "
-            "d_model / n_heads columns"
-        )
+    check_heads(values["d_model"], values["n_heads"])
     return values
 
 

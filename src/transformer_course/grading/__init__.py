@@ -1,4 +1,6 @@
-"""Exercises, self-checks and the grader (the release tool is in ``transformer_course.authoring``).
+"""The grading machinery: the exercise registry, self-checks and the grader, which runs submissions in a sandbox and
+compares their outputs (the exercises themselves are in ``transformer_course.exercises``, the release tool in
+``transformer_course.authoring``).
 
 ``from transformer_course.grading import check`` is all a notebook needs.
 """

@@ -3,7 +3,8 @@
 An exercise names the object the student defines (a function or an nn.Module class), a generator of
 test cases (public ones for the self-check, hidden ones for the grader, from different seeds), the
 reference implementation, and the known mistakes that the self-check recognises to give a hint.
-One module per chapter (``ch05`` ...) registers its exercises here.
+One module per chapter in ``transformer_course.exercises`` (``ch05`` ...), the course's content, registers its
+exercises here; this module, like the rest of ``grading``, is the machinery and imports none of the course's models.
 """
 
 from __future__ import annotations
@@ -19,15 +20,18 @@ PUBLIC_SEED = 0  # self-check inputs, visible to the student
 HIDDEN_SEED = 20_171_206  # grader inputs; different values, same kinds of case
 
 
-def _chapter_modules() -> dict[int, str]:
-    """Chapter number -> module, for every chNN.py beside this file: a new chapter registers by existing."""
-    import pkgutil
-    from pathlib import Path
+EXERCISES = __package__.rsplit(".", 1)[0] + ".exercises"  # the course's content: transformer_course.exercises
 
-    here = Path(__file__).parent
+
+def _chapter_modules() -> dict[int, str]:
+    """Chapter number -> module, for every chNN.py (or package chNN) of the exercises: a chapter registers by existing."""
+    import pkgutil
+    from importlib.util import find_spec
+
+    folder = find_spec(EXERCISES).submodule_search_locations
     return {
-        int(m.name[2:]): f"{__package__}.{m.name}"
-        for m in pkgutil.iter_modules([str(here)])
+        int(m.name[2:]): f"{EXERCISES}.{m.name}"
+        for m in pkgutil.iter_modules(folder)
         if m.name.startswith("ch") and m.name[2:].isdigit()
     }
 

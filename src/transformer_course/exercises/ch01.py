@@ -7,8 +7,8 @@ import math
 import torch
 
 from .. import rnn as ref
-from . import registry
-from .registry import Case, Exercise, Mistake, randn, register
+from ..grading import registry
+from ..grading.registry import Case, Exercise, Mistake, randn, register
 
 NOTEBOOK = "01_rnn.ipynb"
 

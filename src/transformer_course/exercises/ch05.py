@@ -8,8 +8,8 @@ import math
 import torch
 
 from .. import attention as ref
-from . import registry
-from .registry import Case, Exercise, Mistake, randn, register
+from ..grading import registry
+from ..grading.registry import Case, Exercise, Mistake, randn, register
 
 NOTEBOOK = "05_self_attention.ipynb"
 

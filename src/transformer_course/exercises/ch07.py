@@ -9,8 +9,8 @@ import torch
 
 from .. import attention as attn
 from .. import positional as ref
-from . import registry
-from .registry import Case, Exercise, Mistake, randn, register
+from ..grading import registry
+from ..grading.registry import Case, Exercise, Mistake, randn, register
 
 NOTEBOOK = "07_positional_encoding.ipynb"
 

@@ -10,8 +10,8 @@ import torch
 
 from .. import gru as gru_ref
 from .. import lstm as ref
-from . import registry
-from .registry import Case, Exercise, Mistake, randn, register
+from ..grading import registry
+from ..grading.registry import Case, Exercise, Mistake, randn, register
 
 NOTEBOOK = "02_lstm.ipynb"
 

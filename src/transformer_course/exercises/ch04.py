@@ -8,7 +8,7 @@ import math
 import torch
 
 from .. import bahdanau as ref
-from .registry import Case, Exercise, Mistake, describe, randn, register
+from ..grading.registry import Case, Exercise, Mistake, describe, randn, register
 
 NOTEBOOK = "04_bahdanau_attention.ipynb"
 

@@ -13,8 +13,8 @@ import math
 import torch
 
 from .. import decoding as ref
-from . import registry
-from .registry import Case, Exercise, Mistake, randn, register
+from ..grading import registry
+from ..grading.registry import Case, Exercise, Mistake, randn, register
 
 NOTEBOOK = "09_beam_search.ipynb"
 EOS = 2
@@ -103,7 +103,7 @@ _BEAM_MISTAKES = (_beam_per_beam, _beam_not_accumulated, _beam_finished_expanded
 
 
 def _differs(a, b) -> bool:
-    from .registry import compare
+    from ..grading.registry import compare
 
     return compare(a, b, 1e-9, 1e-9) is not None
 

@@ -15,8 +15,8 @@ import torch
 
 from .. import bleu as bleu_ref
 from .. import seq2seq as ref
-from . import registry
-from .registry import Case, Exercise, Mistake, randn, register
+from ..grading import registry
+from ..grading.registry import Case, Exercise, Mistake, randn, register
 
 NOTEBOOK = "03_encoder_decoder.ipynb"
 BOS = 1

@@ -9,8 +9,8 @@ import torch
 
 from .. import attention as attn
 from .. import multihead as ref
-from . import registry
-from .registry import Case, Exercise, Mistake, randn, register
+from ..grading import registry
+from ..grading.registry import Case, Exercise, Mistake, randn, register
 
 NOTEBOOK = "06_multihead_attention.ipynb"
 
@@ -167,7 +167,7 @@ class _MHANoOutputProjection(ref.MultiHeadAttention):
             ref.split_heads(self.w_k(key), h),
             ref.split_heads(self.w_v(value), h),
         )
-        out, weights = attn.scaled_dot_product_attention(q, k, v, ref._head_mask(mask))
+        out, weights = attn.scaled_dot_product_attention(q, k, v, ref.head_mask(mask))
         return ref.merge_heads(out), weights
 
 
@@ -176,7 +176,7 @@ class _MHAWrongAxisSplit(ref.MultiHeadAttention):
         q, k, v = (
             _split_wrong_axis(f(x), self.n_heads) for f, x in ((self.w_q, query), (self.w_k, key), (self.w_v, value))
         )
-        out, weights = attn.scaled_dot_product_attention(q, k, v, ref._head_mask(mask))
+        out, weights = attn.scaled_dot_product_attention(q, k, v, ref.head_mask(mask))
         return self.w_o(ref.merge_heads(out)), weights
 
 
@@ -188,7 +188,7 @@ class _MHAScaledByDModel(ref.MultiHeadAttention):
             ref.split_heads(self.w_k(key), h),
             ref.split_heads(self.w_v(value), h),
         )
-        out, weights = _attend(q, k, v, ref._head_mask(mask), math.sqrt(self.d_model))
+        out, weights = _attend(q, k, v, ref.head_mask(mask), math.sqrt(self.d_model))
         return self.w_o(ref.merge_heads(out)), weights
 
 
@@ -200,7 +200,7 @@ class _MHAUnscaled(ref.MultiHeadAttention):
             ref.split_heads(self.w_k(key), h),
             ref.split_heads(self.w_v(value), h),
         )
-        out, weights = _attend(q, k, v, ref._head_mask(mask), 1.0)
+        out, weights = _attend(q, k, v, ref.head_mask(mask), 1.0)
         return self.w_o(ref.merge_heads(out)), weights
 
 
@@ -229,7 +229,7 @@ class _MHAKeyValueSwapped(ref.MultiHeadAttention):
             ref.split_heads(self.w_k(value), h),
             ref.split_heads(self.w_v(key), h),
         )
-        out, weights = attn.scaled_dot_product_attention(q, k, v, ref._head_mask(mask))
+        out, weights = attn.scaled_dot_product_attention(q, k, v, ref.head_mask(mask))
         return self.w_o(ref.merge_heads(out)), weights
 
 
