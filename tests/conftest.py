@@ -45,3 +45,31 @@ def book_build(course_root, tmp_path_factory):
     )
     shutil.rmtree(out / "_build" / ".doctrees", ignore_errors=True)
     return run, out / "_build" / "html"
+
+
+def _skip_reason(report) -> str:
+    longrepr = report.longrepr
+    reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+    return reason.removeprefix("Skipped: ")
+
+
+def pytest_terminal_summary(terminalreporter):
+    """At the very end: what this machine could not test, and the command that enables each (the README's promise)."""
+    import re
+    from collections import Counter
+
+    skipped = Counter(_skip_reason(r) for r in terminalreporter.stats.get("skipped", []))
+    if not skipped:
+        return
+    terminalreporter.section("skipped on this machine, and what enables them")
+    for reason, n in sorted(skipped.items(), key=lambda item: -item[1]):
+        command = re.search(r"`([^`]+)`", reason)
+        if "run strictly there" in reason:
+            enable = "nothing to enable: by design (tests/schedule.py)"
+        elif "CUDA GPU" in reason and "without a CUDA GPU" not in reason:
+            enable = "a machine with a CUDA GPU: no command installs one (book/instructor.md, 'The GPU run')"
+        elif command:
+            enable = command.group(1)
+        else:
+            enable = "(no command known: say why in the skip's reason)"
+        terminalreporter.write_line(f"{n:4d} x {reason}\n       enable: {enable}")

@@ -45,7 +45,7 @@ CHROMIUM = next(
     ),
     None,
 )
-INSTALL = "install it with `sudo apt-get install chromium` (Debian/Ubuntu), then `make venv` for Playwright"
+INSTALL = "install it with `make chromium` (Debian/Ubuntu: apt-get install chromium), then `make venv` for Playwright"
 if CHROMIUM is None:
     pytest.skip(f"the browser test needs Chromium: {INSTALL}", allow_module_level=True)
 try:

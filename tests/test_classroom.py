@@ -29,7 +29,9 @@ def test_classroom_repository_has_no_solutions(course_root, tmp_path):
         build(repo, course_root)
 
 
-@pytest.mark.skipif(not isolation.bwrap_available(), reason="bubblewrap is not available here")
+@pytest.mark.skipif(
+    not isolation.bwrap_available(), reason="bubblewrap is not available here: install it with `make sandbox` (as root)"
+)
 def test_classroom_grading_step_runs_as_the_workflow_does(course_root, tmp_path):
     repo = build(tmp_path / "classroom", course_root)
     shutil.copy(course_root / "solutions" / "05_self_attention.ipynb", repo / "notebooks")  # a solved notebook

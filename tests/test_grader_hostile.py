@@ -26,7 +26,9 @@ POINTS = full_points(5)
 # In the command line of every process a hostile cell leaves behind; drawn for each test session, so that a
 # session counts only its own processes, not those of another session grading at the same time on the machine.
 TOKEN = f"course-hostile-test-{secrets.token_hex(4)}"
-needs_bwrap = pytest.mark.skipif(not isolation.bwrap_available(), reason="bubblewrap is not available here")
+needs_bwrap = pytest.mark.skipif(
+    not isolation.bwrap_available(), reason="bubblewrap is not available here: install it with `make sandbox` (as root)"
+)
 
 _SDPA_BODY = (
     "    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])\n"
@@ -201,7 +203,7 @@ def _work_folders() -> set[str]:
 def graded(course_root, tmp_path_factory):
     """Each submission above, graded once in the bwrap sandbox; and what was left behind after each."""
     if not isolation.bwrap_available():
-        pytest.skip("bubblewrap is not available here")
+        pytest.skip("bubblewrap is not available here: install it with `make sandbox` (as root)")
     tmp = tmp_path_factory.mktemp("hostile")
     solution = course_root / "solutions" / CHAPTER
     before = _work_folders()
