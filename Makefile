@@ -79,10 +79,11 @@ test: lint
 	$(TEST_ENV) $(BIN)/python -m pytest -n $(JOBS) $(NBVAL) --durations=25 tests solutions notebooks
 
 # The linter and the formatter (configuration in pyproject.toml): unused and undefined names, import order,
-# whitespace; code formatted as `ruff format src tests` writes it.
+# whitespace, bugbear's likely bugs, blind excepts, outdated syntax, unused noqa; in the package, the tests, the
+# book's extension and the chapters' code cells; code formatted as `ruff format src tests book/_ext` writes it.
 lint: $(STAMP)
-	$(BIN)/ruff check src tests
-	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check src tests book/_ext solutions
+	$(BIN)/ruff format --check src tests book/_ext
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks/

@@ -62,7 +62,7 @@ def test_each_wrong_answer_loses_its_exercise_points(course_root, tmp_path, chap
 
 def test_same_submission_same_score(course_root, tmp_path, solution_report):
     again = grade_notebook(course_root / "solutions" / CHAPTER, course_root, seed=SEED)
-    strip = lambda r: {k: v for k, v in r.gradescope().items() if k != "execution_time"}  # noqa: E731
+    strip = lambda r: {k: v for k, v in r.gradescope().items() if k != "execution_time"}
     assert strip(again) == strip(solution_report)
 
 

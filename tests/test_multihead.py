@@ -125,7 +125,7 @@ def test_batched_heads_equal_a_loop_over_heads():
         heads = []
         for i in range(3):
             rows = slice(4 * i, 4 * (i + 1))  # head i's rows of the stacked projection weights
-            project = lambda x, lin: x @ lin.weight[rows].T + lin.bias[rows]  # noqa: E731
+            project = lambda x, lin, rows=rows: x @ lin.weight[rows].T + lin.bias[rows]
             head_out, head_weights = scaled_dot_product_attention(
                 project(q, layer.w_q), project(k, layer.w_k), project(v, layer.w_v), mask
             )

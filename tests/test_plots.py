@@ -4,12 +4,12 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
-import torch  # noqa: E402
+import matplotlib.pyplot as plt
+import pytest
+import torch
 
-from transformer_course.attention import causal_mask  # noqa: E402
-from transformer_course.plots import attention_heatmap, mask_image  # noqa: E402
+from transformer_course.attention import causal_mask
+from transformer_course.plots import attention_heatmap, mask_image
 
 
 def test_a_mask_says_which_colour_may_attend():

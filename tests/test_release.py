@@ -101,7 +101,7 @@ def test_student_exercise_cells_define_what_the_solutions_define(course_root):
     for path in sorted((course_root / "solutions").glob("[0-9]*.ipynb")):
         solution = json.loads(path.read_text())["cells"]
         student = json.loads((course_root / "notebooks" / path.name).read_text())["cells"]
-        ids = lambda cells: {exercise_id({**c, "source": "".join(c["source"])}): i for i, c in enumerate(cells)}  # noqa: E731
+        ids = lambda cells: {exercise_id({**c, "source": "".join(c["source"])}): i for i, c in enumerate(cells)}
         in_student = ids(student)
         for ex, i in ids(solution).items():
             if ex is None:

@@ -94,7 +94,7 @@ def test_step_jacobian_matches_autograd():
     h_t = rnn_cell(x, h, w_ih, w_hh, b_ih, b_hh)
     for b in range(3):
         auto = torch.autograd.functional.jacobian(
-            lambda hb: rnn_cell(x[b : b + 1], hb[None], w_ih, w_hh, b_ih, b_hh)[0], h[b]
+            lambda hb, b=b: rnn_cell(x[b : b + 1], hb[None], w_ih, w_hh, b_ih, b_hh)[0], h[b]
         )
         torch.testing.assert_close(rnn_step_jacobian(h_t, w_hh)[b], auto, atol=1e-12, rtol=0)
 

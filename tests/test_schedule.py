@@ -24,7 +24,7 @@ def test_every_model_a_notebook_uses_trains_first(course_root):
 
 
 def test_loaders_then_the_rest(course_root):
-    key = lambda folder, name: _queue_key(_Item(course_root / folder / f"{name}.ipynb"))  # noqa: E731
+    key = lambda folder, name: _queue_key(_Item(course_root / folder / f"{name}.ipynb"))
     assert [key("solutions", n) for n in LOADERS] == [(LOADS, i) for i in range(len(LOADERS))]
     assert key("solutions", "09_evaluation") < key("solutions", "05_self_attention")
     # chapter 8's first notebook reads a configuration for a diagram and trains only toys: it loads no model

@@ -65,7 +65,7 @@ def test_training_reduces_the_loss_and_the_cache_answers(tmp_path, monkeypatch):
     def fit(model):
         return toy_experiments.train_toy(model, [batch], steps=60, lr=1e-2)
 
-    build = lambda: seq2seq.Seq2Seq(8, 8, 8, 16)  # noqa: E731
+    build = lambda: seq2seq.Seq2Seq(8, 8, 8, 16)
     model, history, loaded = model_cache.cached_training("toy", {"steps": 60}, "two pairs", build, fit, (seq2seq,))
     assert not loaded and history["loss"][-1] < 0.2 * history["loss"][0]
     again, history2, loaded2 = model_cache.cached_training("toy", {"steps": 60}, "two pairs", build, fit, (seq2seq,))

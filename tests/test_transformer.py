@@ -274,7 +274,7 @@ def test_tied_embeddings_share_one_parameter():
     )
     assert shared.src_embed.weight is shared.tgt_embed.weight is shared.out.weight
     untied = Transformer(20, 20, d_model=16, n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=32)
-    n = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
+    n = lambda m: sum(p.numel() for p in m.parameters())
     assert n(untied) - n(shared) == 2 * 20 * 16
     # a training step keeps them one: the gradient from all three uses lands in the same tensor
     src, src_mask, tgt = torch.randint(3, 20, (2, 5)), torch.ones(2, 5, dtype=torch.bool), torch.randint(3, 20, (2, 4))

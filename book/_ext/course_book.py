@@ -21,8 +21,16 @@ from pathlib import Path
 
 MATHJAX_ENTRY = "tex-mml-svg.js"
 # What the SVG entry point loads on demand: TeX extensions (\require, autoloaded packages) and the menu.
-MATHJAX_PARTS = (MATHJAX_ENTRY, "input/tex/extensions", "ui", "a11y/assistive-mml.js", "a11y/semantic-enrich.js",
-                 "a11y/complexity.js", "a11y/explorer.js", "a11y/sre.js")
+MATHJAX_PARTS = (
+    MATHJAX_ENTRY,
+    "input/tex/extensions",
+    "ui",
+    "a11y/assistive-mml.js",
+    "a11y/semantic-enrich.js",
+    "a11y/complexity.js",
+    "a11y/explorer.js",
+    "a11y/sre.js",
+)
 HERE = Path(__file__).resolve().parent
 STATIC = HERE.parent / "_static"
 
@@ -31,7 +39,9 @@ def mathjax_source() -> Path:
     """The es5 folder of the MathJax that pip installed (the package's import name is `mathjax`)."""
     spec = find_spec("mathjax")
     if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("MathJax is not installed: run `make venv` (it installs django-static-mathjax from the lock)")
+        raise RuntimeError(
+            "MathJax is not installed: run `make venv` (it installs django-static-mathjax from the lock)"
+        )
     es5 = Path(list(spec.submodule_search_locations)[0]) / "static" / "mathjax" / "es5"
     if not (es5 / MATHJAX_ENTRY).is_file():
         raise RuntimeError(f"no {MATHJAX_ENTRY} in {es5}: reinstall django-static-mathjax")

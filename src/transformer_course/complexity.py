@@ -19,8 +19,9 @@ float64 with seeded weights, so ``format_table(table1())`` prints the same text 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import reduce
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F

@@ -119,7 +119,7 @@ def select_hypotheses(prefixes, top: Tensor, beam: Tensor, token: Tensor, k: int
     def hypothesis(r: int) -> tuple:  # the back-pointer says which prefix it extends
         return tuple(prefixes[beam[r].item()]) + (token[r].item(),)
 
-    pick = lambda ranks: top[torch.tensor(ranks, dtype=torch.long)]  # noqa: E731
+    pick = lambda ranks: top[torch.tensor(ranks, dtype=torch.long)]
     return (tuple(map(hypothesis, live)), pick(live)), (tuple(map(hypothesis, done)), pick(done))
 
 

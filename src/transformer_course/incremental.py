@@ -64,7 +64,7 @@ class DecoderCache:
 
     def reorder(self, rows: Tensor) -> None:
         """Keep the rows ``rows`` (R',) in that order: beams follow the hypotheses they now extend."""
-        pick = lambda ts: [None if t is None else t.index_select(0, rows) for t in ts]  # noqa: E731
+        pick = lambda ts: [None if t is None else t.index_select(0, rows) for t in ts]
         self.cross_k, self.cross_v = pick(self.cross_k), pick(self.cross_v)
         self.self_k, self.self_v = pick(self.self_k), pick(self.self_v)
         self.src_mask = self.src_mask.index_select(0, rows)

@@ -78,7 +78,7 @@ def _load_or_train(
             model.load_state_dict(saved["state"])
             model.eval()
             return model, saved["history"], True
-        except Exception:  # a damaged cache entry: train again and overwrite it
+        except Exception:  # noqa: BLE001 - a damaged cache entry, however it fails: train again and overwrite it
             pass
     history = fit(model)
     tmp = path.with_suffix(f".tmp{os.getpid()}")

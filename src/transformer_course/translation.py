@@ -98,7 +98,7 @@ def _tokenizer(texts: list[str], vocab_size: int) -> BPETokenizer:
     if path.is_file():
         try:
             return BPETokenizer.load(path)
-        except Exception:  # a damaged file: learn it again
+        except Exception:  # noqa: BLE001 - a damaged file, however it fails to load: learn it again
             pass
     tokenizer = train_bpe(texts, vocab_size=vocab_size)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -59,8 +59,8 @@ def main() -> None:
         src, mask = _pad(_sources(batch, vocab, seed=batch))
         cached, full = [], []
         for _ in range(args.rounds):
-            cached.append(_timed(lambda: greedy_decode(model, src, mask, 30, eos_id=None)))
-            full.append(_timed(lambda: model.generate(src, mask, 30, eos_id=None, use_cache=False)))
+            cached.append(_timed(lambda src=src, mask=mask: greedy_decode(model, src, mask, 30, eos_id=None)))
+            full.append(_timed(lambda src=src, mask=mask: model.generate(src, mask, 30, eos_id=None, use_cache=False)))
         a, b = statistics.median(cached), statistics.median(full)
         print(
             f"greedy, 30 tokens, batch {batch:3d}: cached {a * 1000:8.1f} ms, recomputed {b * 1000:8.1f} ms, "

@@ -25,11 +25,11 @@ import sys
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # read by libgomp when torch loads: set it first
 
-import torch  # noqa: E402
+import torch
 
-from transformer_course.configs import CONFIGS  # noqa: E402
-from transformer_course.speed import step_time_by_length  # noqa: E402
-from transformer_course.translation import VOCAB_SIZE, build_model  # noqa: E402
+from transformer_course.configs import CONFIGS
+from transformer_course.speed import step_time_by_length
+from transformer_course.translation import VOCAB_SIZE, build_model
 
 MODELS = {"GRU with attention": "bahdanau-cpu", "Transformer": "transformer-cpu"}
 

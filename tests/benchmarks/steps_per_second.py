@@ -14,11 +14,11 @@ import time
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import torch  # noqa: E402
+import torch
 
-from transformer_course.configs import CONFIGS  # noqa: E402
-from transformer_course.training import Settings, fit  # noqa: E402
-from transformer_course.translation import VOCAB_SIZE, build_model, load_data  # noqa: E402
+from transformer_course.configs import CONFIGS
+from transformer_course.training import Settings, fit
+from transformer_course.translation import VOCAB_SIZE, build_model, load_data
 
 
 def timed_steps(cfg: dict, steps: int, warmup: tuple[int, int], first_batch: int = 0) -> tuple[dict, float, float]:

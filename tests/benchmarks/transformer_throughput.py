@@ -22,11 +22,11 @@ import statistics
 # work, spinning threads slow every step down many times over. Read by libgomp when torch loads, so set it first.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import torch  # noqa: E402
+import torch
 
-from transformer_course.speed import random_batches, throughput  # noqa: E402
-from transformer_course.transformer import Transformer  # noqa: E402
-from transformer_course.transformer_torch import to_torch  # noqa: E402
+from transformer_course.speed import random_batches, throughput
+from transformer_course.transformer import Transformer
+from transformer_course.transformer_torch import to_torch
 
 
 def main() -> None:

@@ -46,7 +46,7 @@ class Batch:
     def __len__(self) -> int:
         return self.src.shape[0]
 
-    def to(self, device) -> "Batch":
+    def to(self, device) -> Batch:
         return Batch(*(t.to(device) for t in (self.src, self.src_mask, self.tgt, self.tgt_mask)))
 
 

@@ -115,7 +115,7 @@ def date_splits(n_train: int, n_test: int, seed: int = 0) -> tuple[list[tuple[st
     test_days, train_days = days[:n_test], days[n_test:]
     train = [FIRST + dt.timedelta(days=rng.choice(train_days)) for _ in range(n_train)]
     test = [FIRST + dt.timedelta(days=d) for d in test_days]
-    as_pairs = lambda dates: [(format_date(d, rng.choice(FORMATS)), to_iso(d)) for d in dates]  # noqa: E731
+    as_pairs = lambda dates: [(format_date(d, rng.choice(FORMATS)), to_iso(d)) for d in dates]
     return as_pairs(train), as_pairs(test)
 
 
@@ -139,7 +139,7 @@ class CharVocab:
         self.index = {c: i for i, c in enumerate(self.tokens)}
 
     @classmethod
-    def from_texts(cls, texts: Iterable[str]) -> "CharVocab":
+    def from_texts(cls, texts: Iterable[str]) -> CharVocab:
         return cls("".join(texts))
 
     def __len__(self) -> int:

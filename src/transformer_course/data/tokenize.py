@@ -58,7 +58,7 @@ class BPETokenizer:
         self.tokenizer.save(str(path))
 
     @classmethod
-    def load(cls, path: str | Path) -> "BPETokenizer":
+    def load(cls, path: str | Path) -> BPETokenizer:
         return cls(Tokenizer.from_file(str(path)))
 
     def to_str(self) -> str:

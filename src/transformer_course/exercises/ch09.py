@@ -88,7 +88,7 @@ def _beam_top_k_only(prefixes, scores, logp, beam_size, eos_id):
     top, hypotheses = _best_k(prefixes, scores, logp, beam_size)  # the beam shrinks by the finished ones
     live = [r for r, h in enumerate(hypotheses) if h[-1] != eos_id]
     done = [r for r, h in enumerate(hypotheses) if h[-1] == eos_id]
-    pick = lambda ranks: top[torch.tensor(ranks, dtype=torch.long)]  # noqa: E731
+    pick = lambda ranks: top[torch.tensor(ranks, dtype=torch.long)]
     return (tuple(hypotheses[r] for r in live), pick(live)), (tuple(hypotheses[r] for r in done), pick(done))
 
 
@@ -111,7 +111,7 @@ def _differs(a, b) -> bool:
 def _output(mistake, args):
     try:
         return mistake(*args)
-    except Exception as exc:  # e.g. a back-pointer past the last hypothesis
+    except Exception as exc:  # noqa: BLE001 - a mistake may fail anyhow, e.g. a back-pointer past the last hypothesis
         return type(exc).__name__
 
 
@@ -320,14 +320,14 @@ def _judge_trap(case: Case, answer) -> str | None:
             f"logsumexp {total[row].item():.4g}: its exponentials sum to {total[row].exp().item():.4g}, not 1"
         )
     greedy, beam = trap_searches(table, max_len, beam_size)
-    for a, b in zip([BOS] + greedy[:-1], greedy):
+    for a, _ in zip([BOS] + greedy[:-1], greedy):
         top = table[a].topk(2).values
         if top[0] - top[1] < TIE:
             return (
                 f"after {_token(a)} the best next tokens tie (log-probability {top[0].item():.4g}): greedy's output "
                 f"would depend on how ties are broken; make its choice clear by at least {TIE:g} nats at every step"
             )
-    words = lambda s: " ".join(map(_token, s))  # noqa: E731
+    words = lambda s: " ".join(map(_token, s))
     greedy_lp, beam_lp = _log_prob(table, greedy), _log_prob(table, beam)
     if greedy == beam:
         return f"greedy decoding and beam search of width {beam_size} both write '{words(greedy)}' (log P = {greedy_lp:.3f})"

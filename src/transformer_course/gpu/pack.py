@@ -54,7 +54,7 @@ def _compressed_tatoeba() -> Path:
         try:
             check_file(target)
             return target
-        except Exception:  # a damaged copy: make it again
+        except Exception:  # noqa: BLE001 - a damaged copy, however it fails: make it again
             pass
     source = spa_tsv_path()
     check_file(source)

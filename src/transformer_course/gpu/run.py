@@ -115,14 +115,14 @@ class Run:
             try:
                 note = work()
                 status = "done" + (f": {note}" if note else "")
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - a failed phase is recorded, and the run goes on to the next
                 traceback.print_exc()
                 status = f"failed: {type(exc).__name__}: {exc}"
         self.record["phases"].append({"phase": name, "status": status, "seconds": round(time.time() - t0, 2)})
         print(f"-- {name}: {status} ({time.time() - t0:.1f} s)", flush=True)
         self.save("machine", self.record)
 
-    def execute(self, phases: list[tuple[str, Callable[["Run"], str | None]]], summary: Callable[["Run"], str]) -> int:
+    def execute(self, phases: list[tuple[str, Callable[[Run], str | None]]], summary: Callable[[Run], str]) -> int:
         """Run the phases in order (``phases.PHASES``), then print the summary; 0 when every phase was done."""
         self.out.mkdir(parents=True, exist_ok=True)
         with open(self.out / FILES["log"], "a", encoding="utf-8") as log:

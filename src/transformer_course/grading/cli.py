@@ -188,7 +188,7 @@ def csv_cell(value: object) -> str:
 
 def _write_overview(out: Path, reports: list[tuple[str, Report]], skipped: list[tuple[str, str]]) -> None:
     lines = ["# Grading summary", "", "| submission | score | max | problems |", "|---|---|---|---|"]
-    for slug, r in reports:
+    for _slug, r in reports:
         lines.append(
             f"| {md_escape(r.submission)} | {r.score:g} | {r.max_score:g} | {md_escape('; '.join(r.problems))} |"
         )

@@ -66,7 +66,7 @@ def grade_notebook(
         report.problems.append(str(exc))
     except IsolationError:
         raise
-    except Exception as exc:  # a bug of the grader's own: still a report, and no points
+    except Exception as exc:  # noqa: BLE001 - a bug of the grader's own: still a report, and no points
         report.problems.append(f"internal grader error ({type(exc).__name__}: {exc}); please tell the course staff")
         report.tests = [TestResult(t.name, 0, t.max_score, t.output, "failed") for t in report.tests]
     report.seconds = time.monotonic() - start

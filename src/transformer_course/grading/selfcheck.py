@@ -75,7 +75,7 @@ def evaluate(
                 len(cases),
                 f"on case '{case.label}' your code ran until it was interrupted (an endless loop?)",
             )
-        except Exception as exc:  # the student's code raised: report it, never crash the notebook
+        except Exception as exc:  # noqa: BLE001 - the student's code raised: report it, never crash the notebook
             return (
                 "failed",
                 passed,
@@ -146,13 +146,13 @@ class Tracker:
     def pre_run_cell(self, info: Any) -> None:
         try:
             self._before(getattr(info, "raw_cell", "") or "")
-        except Exception:  # never let the course's bookkeeping break a student's cell
+        except Exception:  # noqa: BLE001 - never let the course's bookkeeping break a student's cell
             self._running = None
 
     def post_run_cell(self, result: Any) -> None:
         try:
             self._after(result)
-        except Exception:
+        except Exception:  # noqa: BLE001 - as above: the bookkeeping after a cell never breaks it either
             pass
         finally:
             self._running = None

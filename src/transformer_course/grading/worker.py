@@ -24,11 +24,11 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # course_codec, beside this file
 
-import torch  # noqa: E402
+import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-import course_codec as codec  # noqa: E402
+import course_codec as codec
 
 _FD = int(sys.argv[1])
 _CHANNEL = os.fdopen(os.dup(_FD), "w", encoding="utf-8")
