@@ -9,9 +9,10 @@ import torch
 import torch.nn.functional as F
 
 from transformer_course import training
+from transformer_course.configs import CONFIGS
 from transformer_course.data import token_batches
 from transformer_course.data.digits import digit_vocab, make_digit_pairs
-from transformer_course.translation import CONFIGS, build_model
+from transformer_course.models import build_model
 
 
 def test_label_smoothed_loss_matches_pytorch_over_real_tokens():

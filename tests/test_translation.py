@@ -1,8 +1,10 @@
 import pytest
 import torch
 
+from transformer_course.configs import CONFIGS
 from transformer_course.data import make_batch
-from transformer_course.translation import CONFIGS, build_model, max_output_length
+from transformer_course.models import build_model
+from transformer_course.translation import max_output_length
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))

@@ -1,7 +1,8 @@
 """The translation models by kind ("seq2seq", "bahdanau", "transformer"): each kind's configuration type, how a
 configuration of ``configs`` becomes a model (``build_model``), and which of the package's modules hold its
 code (the model cache's key, with the modules that train it: ``translation``). A new kind of model is added
-here, in the three tables."""
+here, as one entry of ``KINDS`` (its configuration type, its builder, its modules), and its configurations in
+``configs``: nothing else changes."""
 
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ from torch import nn
 
 __all__ = [
     "BUILDERS",
+    "KINDS",
+    "Kind",
+    "DEFAULT_VOCAB",
     "MODEL_CODE",
     "SCHEMAS",
     "BahdanauConfig",
@@ -25,19 +29,22 @@ __all__ = [
 ]
 
 
+DEFAULT_VOCAB = 8000  # the shared BPE's size, when a configuration does not name one
+
+
 # The configurations' types: one per kind of model. CONFIGS holds plain dicts (they go verbatim into run files
 # and cache keys); ``typed`` reads one into its dataclass, which says what keys a kind has, which it may leave
 # out (with their defaults) and what type each takes, and refuses anything else with a clear message.
 @dataclass(frozen=True, kw_only=True)
 class TrainingConfig:
-    model: str  # the kind: a key of BUILDERS
+    model: str  # the kind: a key of KINDS
     max_tokens: int  # tokens per batch, source and target counted apart (the larger of the two)
     peak_lr: float  # the learning rate at the end of the warm-up, then decaying as 1 / sqrt(step)
     warmup: int  # steps of linear warm-up
     seconds: float | None = None  # a budget of training time, or
     steps: int | None = None  # a budget of steps
     smoothing: float = 0.1  # label smoothing
-    vocab: int = 8000  # BPE vocabulary size, shared by both languages
+    vocab: int = DEFAULT_VOCAB  # BPE vocabulary size, shared by both languages
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,16 +74,9 @@ class TransformerConfig(TrainingConfig):
     tie_embeddings: bool
 
 
-SCHEMAS: dict[str, type[TrainingConfig]] = {
-    "seq2seq": Seq2SeqConfig,
-    "bahdanau": BahdanauConfig,
-    "transformer": TransformerConfig,
-}
-
-
 def config_keys(kind: str) -> list[str]:
     """Every key a configuration of this kind may have."""
-    return [f.name for f in fields(SCHEMAS[kind])]
+    return [f.name for f in fields(KINDS[kind].schema)]
 
 
 def _is(value: object, annotation: str) -> bool:
@@ -97,9 +97,9 @@ def _is(value: object, annotation: str) -> bool:
 def typed(config: dict) -> TrainingConfig:
     """``config`` as its kind's dataclass; a ValueError that names the key for an unknown, missing or ill-typed one."""
     kind = config.get("model")
-    if kind not in SCHEMAS:
-        raise ValueError(f"unknown model kind {kind!r}: expected 'seq2seq', 'bahdanau' or 'transformer'")
-    schema = {f.name: f for f in fields(SCHEMAS[kind])}
+    if kind not in KINDS:
+        raise ValueError(f"unknown model kind {kind!r}: expected one of {', '.join(map(repr, KINDS))}")
+    schema = {f.name: f for f in fields(KINDS[kind].schema)}
     unknown = sorted(set(config) - set(schema))
     if unknown:
         raise ValueError(f"not keys of the {kind} configurations: {', '.join(unknown)} (its keys: {', '.join(schema)})")
@@ -109,7 +109,7 @@ def typed(config: dict) -> TrainingConfig:
     missing = [k for k, f in schema.items() if k not in config and f.default is MISSING]
     if missing:
         raise ValueError(f"a {kind} configuration needs {', '.join(missing)}")
-    return SCHEMAS[kind](**config)
+    return KINDS[kind].schema(**config)
 
 
 def _seq2seq(cfg: Seq2SeqConfig, vocab_size: int) -> nn.Module:
@@ -143,32 +143,44 @@ def _transformer(cfg: TransformerConfig, vocab_size: int) -> nn.Module:
     )
 
 
-# A kind -> the function that builds it from its typed configuration (the chapters' modules are imported when used).
-BUILDERS: dict[str, Callable[[TrainingConfig, int], nn.Module]] = {
-    "seq2seq": _seq2seq,
-    "bahdanau": _bahdanau,
-    "transformer": _transformer,
-}
-# ... and the modules whose source builds and runs it: with the shared ones of translation._code, its cache key
-# (incremental: generate() decodes the test translations stored with a model).
-MODEL_CODE = {
-    "seq2seq": ("seq2seq",),
-    "bahdanau": ("seq2seq", "bahdanau"),
-    "transformer": (
-        "_checks",
-        "attention",
-        "multihead",
-        "positional",
-        "packed_attention",
-        "transformer_layers",
-        "transformer",
-        "incremental",
+@dataclass(frozen=True)
+class Kind:
+    """A kind of translation model: what its configurations hold, how one becomes a model, where its code is."""
+
+    schema: type[TrainingConfig]
+    build: Callable[[TrainingConfig, int], nn.Module]  # (typed configuration, vocabulary size) -> a fresh model
+    # The modules whose source builds and runs it: with the shared ones of translation._code, its cache key
+    # (incremental: generate() decodes the test translations stored with a model).
+    code: tuple[str, ...]
+
+
+KINDS: dict[str, Kind] = {
+    "seq2seq": Kind(Seq2SeqConfig, _seq2seq, ("seq2seq",)),
+    "bahdanau": Kind(BahdanauConfig, _bahdanau, ("seq2seq", "bahdanau")),
+    "transformer": Kind(
+        TransformerConfig,
+        _transformer,
+        (
+            "_checks",
+            "attention",
+            "multihead",
+            "positional",
+            "packed_attention",
+            "transformer_layers",
+            "transformer",
+            "incremental",
+        ),
     ),
 }
+# The same, table by table.
+SCHEMAS: dict[str, type[TrainingConfig]] = {name: kind.schema for name, kind in KINDS.items()}
+BUILDERS: dict[str, Callable[[TrainingConfig, int], nn.Module]] = {name: kind.build for name, kind in KINDS.items()}
+MODEL_CODE: dict[str, tuple[str, ...]] = {name: kind.code for name, kind in KINDS.items()}
 
 
-def build_model(config: dict, vocab_size: int, seed: int = 0) -> nn.Module:
-    """A fresh model of the configuration ``config`` (a dict of ``configs``), its weights drawn from ``seed``."""
-    cfg = typed(config)
+def build_model(config: dict | TrainingConfig, vocab_size: int, seed: int = 0) -> nn.Module:
+    """A fresh model of the configuration ``config`` (a dict of ``configs``, or one already ``typed``), its weights
+    drawn from ``seed``."""
+    cfg = config if isinstance(config, TrainingConfig) else typed(config)
     torch.manual_seed(seed)
-    return BUILDERS[cfg.model](cfg, vocab_size)
+    return KINDS[cfg.model].build(cfg, vocab_size)

@@ -43,25 +43,6 @@ def parameter_digest(model: torch.nn.Module) -> str:
     return h.hexdigest()
 
 
-def _copy_task(max_tokens: int, seed: int):
-    """Digit strings to repeat: a small task whose data takes no time to make."""
-    from .data.batching import token_batches
-    from .data.digits import digit_vocab, make_digit_pairs
-
-    vocab = digit_vocab()
-    train = make_digit_pairs(4000, 3, 12, seed=seed)
-    test = make_digit_pairs(200, 3, 12, seed=seed + 1000)
-    batches = token_batches(
-        [vocab.encode(a) for a, _ in train],
-        [vocab.encode(b) for _, b in train],
-        max_tokens,
-        vocab.pad_id,
-        vocab.eos_id,
-        seed=seed,
-    )
-    return vocab, batches, test
-
-
 @dataclass
 class TrainerRun:
     """What ``train`` returns: the run as the JSON of ``--out`` holds it, the trained model, and its data."""
@@ -78,6 +59,112 @@ def _write_json(path: Path, result: dict) -> None:
     tmp.replace(path)  # a reader (or a run killed mid-write) never sees half a file
 
 
+@dataclass
+class _Task:
+    """What a run trains on and how it is scored: the batches, the vocabulary's size, and the two evaluations."""
+
+    batches: list
+    vocab_size: int
+    evaluate: Callable[[torch.nn.Module], float]  # on the validation set (the curve)
+    final_test: Callable[[torch.nn.Module], float] | None  # on the test set, once at the end (None: no test set)
+    data: object = None  # translation.TranslationData, for Tatoeba
+
+
+def _processes(args) -> tuple[int, int, torch.device]:
+    """(world size, rank, device): one process, or one of torchrun's (DistributedDataParallel set up here)."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    device = pick_device(args.device)
+    if world > 1:
+        if device.type == "cuda":
+            device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+            torch.cuda.set_device(device)
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    return world, rank, device
+
+
+def _task(args, config) -> _Task:
+    """Tatoeba (its validation and test sets, or their first --limit-held-out sentences), or the copy task."""
+    if args.data == "copy":
+        from .data.digits import copy_task
+        from .evaluation import translate
+        from .metrics import exact_match
+
+        vocab, batches, test = copy_task(config.max_tokens, args.seed)
+
+        def copied(model):
+            outputs = translate(model, [vocab.encode(a) for a, _ in test], vocab, 14)
+            return 100 * exact_match(outputs, [b for _, b in test])
+
+        return _Task(batches, len(vocab), copied, None)
+    from .translation import data_for, evaluate_bleu
+
+    data = data_for(config, args.seed)
+    if args.limit_held_out:
+        parts = [f"{part}_{what}" for part in ("valid", "test") for what in ("sources", "references", "ids")]
+        data = dataclasses.replace(data, **{name: getattr(data, name)[: args.limit_held_out] for name in parts})
+    return _Task(
+        data.train,
+        len(data.tokenizer),
+        lambda model: evaluate_bleu(model, data, "valid"),
+        lambda model: evaluate_bleu(model, data, "test"),
+        data,
+    )
+
+
+def _parse(argv: list[str]):
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.steps is None and args.minutes is None:
+        parser.error("give a budget: --steps N, --minutes M, or both")
+    if args.limit_held_out is not None and args.limit_held_out < 1:
+        parser.error(f"--limit-held-out must be a positive number of sentences, got {args.limit_held_out}")
+    if args.tatoeba is not None:
+        from .data.tatoeba import ENVIRONMENT_VARIABLE, TatoebaUnavailable
+
+        if not args.tatoeba.is_file():
+            raise TatoebaUnavailable(f"--tatoeba {args.tatoeba}: no such file (spa.tsv, or spa.tsv.xz)")
+        os.environ[ENVIRONMENT_VARIABLE] = str(args.tatoeba)
+    return args
+
+
+def _machine(device: torch.device, world: int) -> dict:
+    return {
+        "world_size": world,
+        "device": str(device),
+        "device_name": torch.cuda.get_device_name(device)
+        if device.type == "cuda"
+        else platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+    }
+
+
+def _record(args, argv, config: dict, machine: dict, history: dict, parameters: int, seconds: float) -> dict:
+    """The run as its JSON holds it: command, configuration, machine, curve and scores (the test's added after)."""
+    return {
+        "command": "python -m transformer_course.train " + " ".join(argv),
+        "config": args.config,
+        "settings": config,
+        "data": args.data,
+        **machine,
+        "parameters": parameters,
+        "steps": history["step"],
+        "train_seconds": history["seconds"],
+        "tokens": history["tokens"],
+        "wall_seconds": seconds,
+        "curve": [{"step": s, "seconds": t, "score": v} for s, t, v in history["eval"]],
+        "score": history["eval"][-1][2] if history["eval"] else None,
+        "curve_on": "valid" if args.data == "tatoeba" else "test",  # what "curve" and "score" were measured on
+        "test_score": None,  # the test set, decoded once at the end (greedy BLEU)
+        "metric": "BLEU" if args.data == "tatoeba" else "exact match (%)",
+    }
+
+
 def train(
     argv: list[str],
     deadline: float | None = None,
@@ -92,112 +179,32 @@ def train(
     keeps its curve. ``launched_by``: the command that called this one, recorded with the run. ``after_eval(result,
     model)`` is called after every evaluation with the run so far (the GPU run saves the weights there).
     """
-    parser = _parser()
-    args = parser.parse_args(argv)
-    if args.steps is None and args.minutes is None:
-        parser.error("give a budget: --steps N, --minutes M, or both")
-    if args.limit_held_out is not None and args.limit_held_out < 1:
-        parser.error(f"--limit-held-out must be a positive number of sentences, got {args.limit_held_out}")
-    if args.tatoeba is not None:
-        from .data.tatoeba import ENVIRONMENT_VARIABLE, TatoebaUnavailable
+    from .models import build_model, typed
 
-        if not args.tatoeba.is_file():
-            raise TatoebaUnavailable(f"--tatoeba {args.tatoeba}: no such file (spa.tsv, or spa.tsv.xz)")
-        os.environ[ENVIRONMENT_VARIABLE] = str(args.tatoeba)
-    from .translation import VOCAB_SIZE, build_model, evaluate_bleu, load_data
-
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    rank = int(os.environ.get("RANK", "0"))
-    device = pick_device(args.device)
+    args = _parse(argv)
+    world, rank, device = _processes(args)
+    config = configuration(args)  # the named configuration and its overrides, recorded with the run
+    budget = {"steps": args.steps, "seconds": args.minutes * 60 if args.minutes else None}
+    typed_config = dataclasses.replace(typed(config), **budget)  # one typed configuration for all that follows
+    task = _task(args, typed_config)
+    core = build_model(typed_config, task.vocab_size, seed=args.seed).to(device)
+    model = core
     if world > 1:
-        local = int(os.environ.get("LOCAL_RANK", "0"))
-        if device.type == "cuda":
-            device = torch.device("cuda", local)
-            torch.cuda.set_device(device)
-        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
-    if args.threads:
-        torch.set_num_threads(args.threads)
-
-    config = configuration(args)
-    data = None
-    if args.data == "copy":
-        vocab, batches, test = _copy_task(config["max_tokens"], args.seed)
-        vocab_size = len(vocab)
-
-        def evaluate(model):
-            from .evaluation import translate
-            from .metrics import exact_match
-
-            return 100 * exact_match(
-                translate(model, [vocab.encode(a) for a, _ in test], vocab, 14), [b for _, b in test]
-            )
-
-        final_test = None
-    else:
-        data = load_data(config["max_tokens"], args.seed, config.get("vocab", VOCAB_SIZE))
-        if args.limit_held_out:
-            n = args.limit_held_out
-            data = dataclasses.replace(
-                data,
-                **{
-                    f"{part}_{what}": getattr(data, f"{part}_{what}")[:n]
-                    for part in ("valid", "test")
-                    for what in ("sources", "references", "ids")
-                },
-            )
-        batches, vocab_size = data.train, len(data.tokenizer)
-
-        def evaluate(model):
-            return evaluate_bleu(model, data, "valid")
-
-        def final_test(model):
-            return evaluate_bleu(model, data, "test")
-
-    model = build_model(config, vocab_size, seed=args.seed).to(device)
-    core = model
-    if world > 1:
-        model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[device] if device.type == "cuda" else None)
-    settings = Settings(
-        steps=args.steps,
-        seconds=args.minutes * 60 if args.minutes else None,
-        peak_lr=config["peak_lr"],
-        warmup=config["warmup"],
-        smoothing=config.get("smoothing", 0.1),
+        model = torch.nn.parallel.DistributedDataParallel(core, device_ids=[device] if device.type == "cuda" else None)
+    settings = Settings.from_config(
+        typed_config,
         seed=args.seed,
         eval_every_seconds=args.eval_every_minutes * 60,
         eval_every_steps=args.eval_every_steps,
         deadline=deadline,
         bf16=not args.fp32,
     )
-    command = "python -m transformer_course.train " + " ".join(argv)
+    machine = _machine(device, world)
+    parameters = sum(p.numel() for p in core.parameters())
     start = time.perf_counter()
 
     def record(history: dict, finished: bool) -> dict:
-        result = {
-            "command": command,
-            "config": args.config,
-            "settings": config,
-            "data": args.data,
-            "world_size": world,
-            "device": str(device),
-            "device_name": torch.cuda.get_device_name(device)
-            if device.type == "cuda"
-            else platform.processor() or platform.machine(),
-            "cpu_count": os.cpu_count(),
-            "threads": torch.get_num_threads(),
-            "torch": torch.__version__,
-            "cuda": torch.version.cuda,
-            "parameters": sum(p.numel() for p in core.parameters()),
-            "steps": history["step"],
-            "train_seconds": history["seconds"],
-            "tokens": history["tokens"],
-            "wall_seconds": time.perf_counter() - start,
-            "curve": [{"step": s, "seconds": t, "score": v} for s, t, v in history["eval"]],
-            "score": history["eval"][-1][2] if history["eval"] else None,
-            "curve_on": "valid" if args.data == "tatoeba" else "test",  # what "curve" and "score" were measured on
-            "test_score": None,  # the test set, decoded once at the end (greedy BLEU)
-            "metric": "BLEU" if args.data == "tatoeba" else "exact match (%)",
-        }
+        result = _record(args, argv, config, machine, history, parameters, time.perf_counter() - start)
         if device.type == "cuda":
             result["autocast"] = "bfloat16" if settings.bf16 else None
         if deadline is not None and finished:  # it stopped before its budget: the deadline stopped it
@@ -222,46 +229,53 @@ def train(
         if after_eval is not None:
             after_eval(result, core)
 
-    log = (lambda line: print(line, flush=True)) if rank == 0 else None
     history = fit(
         model,
-        batches,
+        task.batches,
         settings,
-        evaluate=evaluate,
+        evaluate=task.evaluate,
         checkpoint=args.checkpoint,
         device=device,
         progress=not args.no_progress,
-        log=log,
+        log=(lambda line: print(line, flush=True)) if rank == 0 else None,
         after_eval=write_progress,
     )
     result = record(history, finished=True)
-    if final_test is not None and rank == 0 and not args.no_test:
-        result["test_score"] = final_test(core)
-    digest = parameter_digest(core)
-    digests: list = [digest]
-    if world > 1:
-        digests = [None] * world
-        dist.all_gather_object(digests, digest)
-        if rank == 0 and len(set(digests)) != 1:
-            raise RuntimeError(f"the processes' parameters differ: {digests}")
-    result["parameter_digests"] = digests  # one per process: equal under DDP
+    if task.final_test is not None and rank == 0 and not args.no_test:
+        result["test_score"] = task.final_test(core)
+    result["parameter_digests"] = _digests(core, world, rank)  # one per process: equal under DDP
     if rank == 0:
-        test_score = result["test_score"]
-        test = f", test {test_score:.2f}" if test_score is not None else ""
-        print(
-            f"{result['metric']} {result['score']:.2f} ({result['curve_on']}{test}) after {history['step']} steps, "
-            f"{history['seconds']:.0f} s of training on {world} x {device}",
-            flush=True,
-        )
-        if args.save:
-            args.save.parent.mkdir(parents=True, exist_ok=True)
-            torch.save({k: v.detach().cpu() for k, v in core.state_dict().items()}, args.save)
-            result["weights_sha256"] = hashlib.sha256(args.save.read_bytes()).hexdigest()
-        if args.out:
-            _write_json(args.out, result)
+        _finish(args, result, core, history, world, device)
     if world > 1:
         dist.destroy_process_group()
-    return TrainerRun(result, core.eval(), data)
+    return TrainerRun(result, core.eval(), task.data)
+
+
+def _digests(core: torch.nn.Module, world: int, rank: int) -> list:
+    digests: list = [parameter_digest(core)]
+    if world > 1:
+        digests = [None] * world
+        dist.all_gather_object(digests, parameter_digest(core))
+        if rank == 0 and len(set(digests)) != 1:
+            raise RuntimeError(f"the processes' parameters differ: {digests}")
+    return digests
+
+
+def _finish(args, result: dict, core: torch.nn.Module, history: dict, world: int, device: torch.device) -> None:
+    """Say how it went, and write the weights (--save) and the run (--out)."""
+    test_score = result["test_score"]
+    test = f", test {test_score:.2f}" if test_score is not None else ""
+    print(
+        f"{result['metric']} {result['score']:.2f} ({result['curve_on']}{test}) after {history['step']} steps, "
+        f"{history['seconds']:.0f} s of training on {world} x {device}",
+        flush=True,
+    )
+    if args.save:
+        args.save.parent.mkdir(parents=True, exist_ok=True)
+        torch.save({k: v.detach().cpu() for k, v in core.state_dict().items()}, args.save)
+        result["weights_sha256"] = hashlib.sha256(args.save.read_bytes()).hexdigest()
+    if args.out:
+        _write_json(args.out, result)
 
 
 def main(argv: list[str] | None = None) -> int:

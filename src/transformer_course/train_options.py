@@ -12,7 +12,7 @@ __all__ = ["configuration", "parser"]
 
 
 def parser() -> argparse.ArgumentParser:
-    from .translation import CONFIGS
+    from .configs import CONFIGS
 
     p = argparse.ArgumentParser(
         prog="python -m transformer_course.train",

@@ -12,8 +12,6 @@ True at real tokens.
 from __future__ import annotations
 
 import math
-import os
-import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -22,6 +20,8 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 from torch import Tensor, nn
+
+from . import checkpoints
 
 __all__ = [
     "Settings",
@@ -117,6 +117,19 @@ class Settings:
     betas: tuple[float, float] = (0.9, 0.98)
     extra: dict = field(default_factory=dict)  # free-form, kept with the checkpoint
 
+    @classmethod
+    def from_config(cls, config, **loop) -> Settings:
+        """The settings of a typed configuration (``models.typed``: its budget, schedule and smoothing), with the
+        loop's own (``seed``, the evaluation schedule, ``deadline``, ``bf16``) given as keywords."""
+        return cls(
+            steps=config.steps,
+            seconds=config.seconds,
+            peak_lr=config.peak_lr,
+            warmup=config.warmup,
+            smoothing=config.smoothing,
+            **loop,
+        )
+
     def __post_init__(self) -> None:
         if self.steps is None and self.seconds is None:
             raise ValueError("give a budget: steps, seconds, or both")
@@ -132,13 +145,30 @@ def _world() -> tuple[int, int]:
     return 0, 1
 
 
-def _rng_state() -> dict:
-    return {"torch": torch.get_rng_state(), "python": random.getstate()}
+def _out_of_time(settings: Settings, trained: float, world: int) -> bool:
+    """Has the budget of seconds (training time) or the deadline (wall clock) run out? Rank 0's clock decides, so
+    that every process stops together."""
+    if settings.seconds is None and settings.deadline is None:
+        return False
+    late = settings.deadline is not None and time.time() >= settings.deadline
+    out_of_time = torch.tensor(float(late or (settings.seconds is not None and trained >= settings.seconds)))
+    if world > 1:
+        dist.broadcast(out_of_time, src=0)
+    return bool(out_of_time.item())
 
 
-def _set_rng_state(state: dict) -> None:
-    torch.set_rng_state(state["torch"])
-    random.setstate(state["python"])
+def _step(model: nn.Module, optimizer, batch, settings: Settings, use_bf16: bool) -> Tensor:
+    """One update: forward (bf16 autocast on a GPU), label-smoothed loss, backward, clipping, Adam. -> the loss."""
+    with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=use_bf16):
+        out = model(batch.src, batch.src_mask, batch.tgt)
+    logits = out[0] if isinstance(out, tuple) else out
+    loss = label_smoothed_loss(logits, batch.tgt, batch.tgt_mask, settings.smoothing)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    if settings.clip:
+        nn.utils.clip_grad_norm_(model.parameters(), settings.clip)
+    optimizer.step()
+    return loss
 
 
 def fit(
@@ -194,12 +224,7 @@ def fit(
     }
     order: list[int] = []
     if checkpoint is not None and Path(checkpoint).is_file():
-        saved = torch.load(checkpoint, map_location="cpu", weights_only=False)
-        core.load_state_dict(saved["model"])
-        optimizer.load_state_dict(saved["optimizer"])
-        generator.set_state(saved["generator"])
-        order, history = saved["order"], saved["history"]
-        _set_rng_state(saved["rng"])
+        order, history = checkpoints.resume(checkpoint, core, optimizer, generator)
     use_bf16 = settings.bf16 and device.type == "cuda"
     n_batches = len(batches) - len(batches) % world  # every process takes the same number of batches
     if n_batches < world:
@@ -235,13 +260,8 @@ def fit(
         step = history["step"] + 1
         if settings.steps is not None and step > settings.steps:
             break
-        if settings.seconds is not None or settings.deadline is not None:
-            late = settings.deadline is not None and time.time() >= settings.deadline
-            out_of_time = torch.tensor(float(late or (settings.seconds is not None and trained >= settings.seconds)))
-            if world > 1:
-                dist.broadcast(out_of_time, src=0)  # rank 0's clock decides, so that every process stops together
-            if out_of_time.item():
-                break
+        if _out_of_time(settings, trained, world):
+            break
         t0 = time.perf_counter()
         if len(order) < world:
             order = torch.randperm(n_batches, generator=generator).tolist()
@@ -249,16 +269,7 @@ def fit(
         batch = batches[picked[rank]].to(device)
         for group in optimizer.param_groups:
             group["lr"] = inverse_sqrt_lr(step, settings.peak_lr, settings.warmup)
-        with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=use_bf16):
-            out = model(batch.src, batch.src_mask, batch.tgt)
-        logits = out[0] if isinstance(out, tuple) else out
-        loss = label_smoothed_loss(logits, batch.tgt, batch.tgt_mask, settings.smoothing)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if settings.clip:
-            nn.utils.clip_grad_norm_(model.parameters(), settings.clip)
-        optimizer.step()
-        loss_value = loss.item()  # synchronises with the device, so the clock below is honest
+        loss_value = _step(model, optimizer, batch, settings, use_bf16).item()  # synchronises: the clock is honest
         trained += time.perf_counter() - t0
         history["loss"].append(loss_value)
         history["lr"].append(optimizer.param_groups[0]["lr"])
@@ -277,20 +288,6 @@ def fit(
         run_eval()
     model.eval()
     if checkpoint is not None and rank == 0:
-        path = Path(checkpoint)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
-        torch.save(
-            {
-                "model": core.state_dict(),
-                "optimizer": optimizer.state_dict(),
-                "generator": generator.get_state(),
-                "order": order,
-                "history": history,
-                "rng": _rng_state(),
-            },
-            tmp,
-        )
-        tmp.replace(path)
+        checkpoints.save(checkpoint, core, optimizer, generator, order, history)
     history["trained_steps_this_call"] = history["step"] - start_step
     return history

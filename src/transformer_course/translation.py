@@ -27,22 +27,21 @@ from .data.tokenize import BPETokenizer, train_bpe
 from .evaluation import count_parameters, translate
 from .metrics import bleu_by_length, corpus_bleu
 from .model_cache import cache_dir, cached_training
-from .models import MODEL_CODE, build_model
+from .models import DEFAULT_VOCAB, MODEL_CODE, TrainingConfig, build_model, typed
 from .training import Settings, fit, pick_device
 
 __all__ = [
-    "CONFIGS",
     "TranslationData",
     "TranslationRun",
     "beam_translations",
-    "build_model",
+    "data_for",
     "evaluate_bleu",
     "load_data",
     "tokenizer_file",
     "translation_experiment",
 ]
 
-VOCAB_SIZE = 8000
+VOCAB_SIZE = DEFAULT_VOCAB  # the shared BPE of every translation model (a configuration's "vocab" may name another)
 MAX_TRAIN_TOKENS = 48  # training pairs longer than this (in BPE tokens, either side) are left out: 0.1% of them
 
 
@@ -108,9 +107,20 @@ def _tokenizer(texts: list[str], vocab_size: int) -> BPETokenizer:
     return tokenizer
 
 
-@lru_cache(maxsize=4)
 def load_data(max_tokens: int = 1000, seed: int = 0, vocab_size: int = VOCAB_SIZE) -> TranslationData:
-    """The course's Tatoeba split, a shared BPE learned from its training half, and token-count batches."""
+    """The course's Tatoeba split, a shared BPE learned from its training half, and token-count batches.
+
+    Loaded once per process for each (max_tokens, seed, vocab_size), however the arguments are spelt."""
+    return _load_data(max_tokens, seed, vocab_size)
+
+
+def data_for(config: TrainingConfig, seed: int = 0) -> TranslationData:
+    """The data a typed configuration trains on: its batch size in tokens, its vocabulary."""
+    return load_data(config.max_tokens, seed, config.vocab)
+
+
+@lru_cache(maxsize=4)
+def _load_data(max_tokens: int, seed: int, vocab_size: int) -> TranslationData:
     split = tatoeba_split()
     texts = [en for en, _ in split.train] + [es for _, es in split.train]
     tokenizer = _tokenizer(texts, vocab_size)
@@ -207,22 +217,16 @@ def translation_experiment(
 
     The training curve (``eval_every_seconds``) and ``valid_bleu`` are on the validation set; ``bleu`` and
     ``by_length`` on the test set, decoded once, after training."""
-    config = {**CONFIGS[name], **overrides}
+    config = {**CONFIGS[name], **overrides}  # as stored with the model (the cache key holds it verbatim)
     if seconds is not None or steps is not None:
         config["steps"], config["seconds"] = steps, seconds
-    data = load_data(config["max_tokens"], vocab_size=config.get("vocab", VOCAB_SIZE))
+    cfg = typed(config)
+    data = data_for(cfg)
     dev = pick_device(device)
-    settings = Settings(
-        steps=config.get("steps"),
-        seconds=config.get("seconds"),
-        peak_lr=config["peak_lr"],
-        warmup=config["warmup"],
-        smoothing=config.get("smoothing", 0.1),
-        eval_every_seconds=eval_every_seconds,
-    )
+    settings = Settings.from_config(cfg, eval_every_seconds=eval_every_seconds)
 
     def build() -> nn.Module:
-        return build_model(config, len(data.tokenizer)).to(dev)
+        return build_model(cfg, len(data.tokenizer)).to(dev)
 
     def train(model: nn.Module) -> dict:
         evaluate = (lambda m: evaluate_bleu(m, data, "valid")) if eval_every_seconds else None
@@ -236,7 +240,7 @@ def translation_experiment(
 
     key_config = {**config, "device": dev.type}
     model, history, loaded = cached_training(
-        f"tatoeba-{name}", key_config, data.fingerprint, build, train, _code(config["model"])
+        f"tatoeba-{name}", key_config, data.fingerprint, build, train, _code(cfg.model)
     )
     model.to(dev)
     hypotheses, decode_seconds = history.get("test_hypotheses"), history.get("decode_seconds")

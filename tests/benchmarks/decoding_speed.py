@@ -21,7 +21,7 @@ import torch
 
 from transformer_course.configs import CONFIGS
 from transformer_course.decoding import beam_search, greedy_decode
-from transformer_course.translation import build_model
+from transformer_course.models import build_model
 
 
 def _timed(fn) -> float:

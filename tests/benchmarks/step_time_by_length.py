@@ -28,8 +28,9 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # read by libgomp when torc
 import torch
 
 from transformer_course.configs import CONFIGS
+from transformer_course.models import build_model
 from transformer_course.speed import step_time_by_length
-from transformer_course.translation import VOCAB_SIZE, build_model
+from transformer_course.translation import VOCAB_SIZE
 
 MODELS = {"GRU with attention": "bahdanau-cpu", "Transformer": "transformer-cpu"}
 

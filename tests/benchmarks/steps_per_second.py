@@ -17,8 +17,9 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import torch
 
 from transformer_course.configs import CONFIGS
+from transformer_course.models import build_model
 from transformer_course.training import Settings, fit
-from transformer_course.translation import VOCAB_SIZE, build_model, load_data
+from transformer_course.translation import VOCAB_SIZE, load_data
 
 
 def timed_steps(cfg: dict, steps: int, warmup: tuple[int, int], first_batch: int = 0) -> tuple[dict, float, float]:

@@ -83,12 +83,13 @@ def pack(out: Path) -> dict:
 
     from ..configs import CONFIGS
     from ..data.tatoeba import SPA_TSV_SHA256
-    from ..translation import VOCAB_SIZE, load_data, tokenizer_file
+    from ..models import typed
+    from ..translation import VOCAB_SIZE, data_for, tokenizer_file
 
-    vocab = {CONFIGS[name].get("vocab", VOCAB_SIZE) for name in ("transformer-gpu", "bahdanau-gpu")}
+    vocab = {typed(CONFIGS[name]).vocab for name in ("transformer-gpu", "bahdanau-gpu")}
     if vocab != {VOCAB_SIZE}:
         raise PackError(f"the GPU configurations must use the course's {VOCAB_SIZE}-piece BPE, not {sorted(vocab)}")
-    data = load_data(CONFIGS["transformer-gpu"]["max_tokens"])  # learns the tokenizer here if it was not yet
+    data = data_for(typed(CONFIGS["transformer-gpu"]))  # learns the tokenizer here if it was not yet
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(_compressed_tatoeba(), out / TATOEBA)

@@ -31,10 +31,11 @@ def _free(run: Run) -> None:
 
 def throughput(run: Run) -> None:
     """bf16 training throughput of the course's Transformer and nn.Transformer, same size, same weights, alternating."""
+    from ..models import build_model
     from ..speed import random_batches
     from ..speed import throughput as measure
     from ..transformer_torch import to_torch
-    from ..translation import VOCAB_SIZE, build_model
+    from ..translation import VOCAB_SIZE
 
     b = run.budgets.throughput
     ours = build_model(CONFIGS[TRANSFORMER], VOCAB_SIZE, seed=run.seed).to(run.device)
@@ -90,8 +91,9 @@ def step_time(run: Run) -> str | None:
 
 
 def _step_time(run: Run, bf16: bool) -> None:
+    from ..models import build_model
     from ..speed import step_time_by_length
-    from ..translation import VOCAB_SIZE, build_model
+    from ..translation import VOCAB_SIZE
 
     b = run.budgets.step_time
     models = {

@@ -145,12 +145,14 @@ class Run:
 
     def open_data(self) -> None:
         from ..configs import CONFIGS
-        from ..translation import VOCAB_SIZE, load_data
+        from ..models import typed
+        from ..translation import data_for
 
         cache = Path(tempfile.mkdtemp(prefix="course-cache-"))  # the packed tokenizer, and nothing trained before
         manifest = open_pack(self.pack, cache)
-        # called as the trainer calls it (train.train), so that its lru_cache serves the trainer this very data
-        data = load_data(self.budgets.max_tokens or CONFIGS[TRANSFORMER]["max_tokens"], self.seed, VOCAB_SIZE)
+        # the data the trainer will load for the Transformer (one tokenisation serves both, and the GRU)
+        max_tokens = self.budgets.max_tokens or CONFIGS[TRANSFORMER]["max_tokens"]
+        data = data_for(typed({**CONFIGS[TRANSFORMER], "max_tokens": max_tokens}), self.seed)
         check_encoding(manifest, data)
         self.results["data"] = data
         self.record["pack"] = {"folder": str(self.pack), "manifest": manifest}

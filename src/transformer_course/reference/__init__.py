@@ -66,7 +66,8 @@ def load_reference(name: str, data=None, folder: Path | None = None) -> tuple[nn
     The weights are checked against the digest that the trainer recorded, so a damaged or swapped file is refused
     here rather than translating badly."""
     from ..compact_weights import load_state
-    from ..translation import VOCAB_SIZE, build_model, load_data
+    from ..models import build_model, typed
+    from ..translation import data_for
 
     run = reference_run(name, folder)
     path = _path(name, ".pt", folder)
@@ -75,11 +76,10 @@ def load_reference(name: str, data=None, folder: Path | None = None) -> tuple[nn
     blob = path.read_bytes()
     if hashlib.sha256(blob).hexdigest() != run["weights_sha256"]:
         raise ValueError(f"{path} is not the file the trainer wrote (its SHA-256 differs from {name}.json's)")
-    settings = run["settings"]
+    config = typed(run["settings"])
     if data is None:
-        # called as translation_experiment calls it, so that lru_cache serves both from one tokenisation
-        data = load_data(settings["max_tokens"], vocab_size=settings.get("vocab", VOCAB_SIZE))
-    model = build_model(settings, len(data.tokenizer))
+        data = data_for(config)  # as translation_experiment loads it: one tokenisation serves both
+    model = build_model(config, len(data.tokenizer))
     model.load_state_dict(load_state(path))
     return model.eval(), data, run
 
