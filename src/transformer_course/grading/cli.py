@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ..repository import course_root
 from . import isolation
-from .grader import grade_notebook, secret_seed, submissions_in
+from .grader import grade_notebook, secret_seed
 from .report import Report, md_escape
 from .submission import without_exercises
 
@@ -46,7 +46,7 @@ def _unique(slug: str, taken: set[str]) -> str:
     return candidate
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="course-grade", description="Grade submitted notebooks of the course.")
     parser.add_argument("submissions", nargs="+", type=Path, help="a notebook (.ipynb) or a folder of notebooks")
     parser.add_argument(
@@ -85,24 +85,32 @@ def main(argv: list[str] | None = None) -> int:
         "--root", type=Path, default=None, help="the course folder with notebooks/ (default: found from the package)"
     )
     parser.add_argument("--quiet", action="store_true", help="print only the final line")
-    args = parser.parse_args(argv)
+    return parser
 
-    if not 0 <= args.pass_mark <= 1:
-        parser.error("--pass-mark is a fraction between 0 and 1")
-    if args.cell_timeout < 1 or args.timeout < 1:
-        parser.error("time limits are positive numbers of seconds")
-    try:
-        mode, warning = isolation.resolve(args.isolation)
-    except isolation.IsolationError as exc:
-        parser.error(str(exc))
-    if warning:
-        print(warning, file=sys.stderr)
-    key = args.key_file.read_bytes().strip() if args.key_file else os.environ.get("COURSE_GRADER_KEY", "").encode()
-    out = args.out.resolve()
-    root = args.root or course_root()
+
+def submissions_in(path: Path, exclude: Path | None = None) -> list[Path]:
+    """The files of a folder to consider (hidden ones, checkpoints and the folder ``exclude`` left out), or [path]."""
+    if not path.is_dir():
+        return [path]
+    skip = exclude.resolve() if exclude is not None else None
+    found = []
+    for p in sorted(path.rglob("*")):
+        if not p.is_file() or p.is_symlink() or ".ipynb_checkpoints" in p.parts:
+            continue
+        if any(part.startswith(".") for part in p.relative_to(path).parts):
+            continue
+        if skip is not None and (p.resolve() == skip or skip in p.resolve().parents):
+            continue
+        found.append(p)
+    return found
+
+
+def _jobs(parser, submissions: list[Path], out: Path, root: Path) -> tuple[list[tuple[Path, Path | None]], list]:
+    """The notebooks to grade, each with the folder it was found in (None: given by name), and the files skipped,
+    each with why: not a notebook, or a course notebook without exercises."""
     jobs: list[tuple[Path, Path | None]] = []
-    skipped: list[tuple[str, str]] = []  # (path, why it is not graded)
-    for given in args.submissions:
+    skipped: list[tuple[str, str]] = []
+    for given in submissions:
         if not given.exists():
             parser.error(f"no such file or folder: {given}")
         found = submissions_in(given, exclude=out)
@@ -117,15 +125,53 @@ def main(argv: list[str] | None = None) -> int:
                 skipped.append((str(p), reason))
             else:
                 jobs.append((p, given if given.is_dir() else None))
+    return jobs, skipped
+
+
+def _writable(folder: Path, what: Report | None = None) -> bool:
+    """Can reports be written there? With a report, write it (the placeholder a killed grader leaves behind)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if what is None:
+            probe = folder / ".write-test"
+            probe.write_text("")
+            probe.unlink()
+        else:
+            _write(folder, what)
+    except OSError as exc:
+        print(f"course-grade: cannot write reports to {folder}: {exc.strerror or exc}", file=sys.stderr)
+        return False
+    return True
+
+
+def _say(path: Path, folder: Path, report: Report) -> None:
+    print(f"{path}: {report.score:g} / {report.max_score:g} ({report.seconds:.1f} s) -> {folder}/")
+    for problem in report.problems:
+        print(f"    {problem}")
+    for test in report.tests:
+        print(f"    {test.name}: {test.score:g} / {test.max_score:g} {test.verdict}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not 0 <= args.pass_mark <= 1:
+        parser.error("--pass-mark is a fraction between 0 and 1")
+    if args.cell_timeout < 1 or args.timeout < 1:
+        parser.error("time limits are positive numbers of seconds")
+    try:
+        resolved = isolation.resolve(args.isolation)  # once, for every submission
+    except isolation.IsolationError as exc:
+        parser.error(str(exc))
+    if resolved.warning:
+        print(resolved.warning, file=sys.stderr)
+    key = args.key_file.read_bytes().strip() if args.key_file else os.environ.get("COURSE_GRADER_KEY", "").encode()
+    out = args.out.resolve()
+    root = args.root or course_root()
+    jobs, skipped = _jobs(parser, args.submissions, out, root)
     for path, reason in skipped:
         print(f"skipped {path}: {reason}", file=sys.stderr)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".write-test"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as exc:
-        print(f"course-grade: cannot write reports to {args.out}: {exc.strerror or exc}", file=sys.stderr)
+    if not _writable(out):
         return 2
 
     reports: list[tuple[str, Report]] = []
@@ -133,36 +179,27 @@ def main(argv: list[str] | None = None) -> int:
     for path, base in jobs:
         slug = _unique(_slug(path, base), taken | {s for s, _ in reports})
         folder = out / slug
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            # Written first, replaced at the end: if the grading process itself is killed, this is what remains.
-            placeholder = Report(
-                submission=path.name,
-                problems=["grading did not finish: the grader was killed while it ran this submission"],
-            )
-            _write(folder, placeholder)
-        except OSError as exc:
-            print(f"course-grade: cannot write reports to {folder}: {exc.strerror or exc}", file=sys.stderr)
+        # Written first, replaced at the end: if the grading process itself is killed, this is what remains.
+        placeholder = Report(
+            submission=path.name,
+            problems=["grading did not finish: the grader was killed while it ran this submission"],
+        )
+        if not _writable(folder, placeholder):
             return 2
-        seed = secret_seed(key, path.read_bytes()) if key else None
         report = grade_notebook(
             path,
             root,
             cell_timeout=args.cell_timeout,
             timeout=args.timeout,
             chapter=args.chapter,
-            isolation=mode,
-            seed=seed,
+            isolation=resolved,
+            seed=secret_seed(key, path.read_bytes()) if key else None,
             memory_mb=args.memory,
         )
         _write(folder, report)
         reports.append((slug, report))
         if not args.quiet:
-            print(f"{path}: {report.score:g} / {report.max_score:g} ({report.seconds:.1f} s) -> {folder}/")
-            for problem in report.problems:
-                print(f"    {problem}")
-            for test in report.tests:
-                print(f"    {test.name}: {test.score:g} / {test.max_score:g} {test.verdict}")
+            _say(path, folder, report)
     if len(reports) > 1 or skipped:
         _write_overview(out, reports, skipped)
 

@@ -24,6 +24,7 @@ import hmac
 import json
 import secrets
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ import torch
 from . import registry, sandbox
 from .codec import encode
 from .given import fallback_source, given_code
-from .isolation import IsolationError
+from .isolation import Isolation, IsolationError
 from .isolation import resolve as resolve_isolation
 from .registry import Exercise
 from .report import Report, TestResult
@@ -43,6 +44,20 @@ MAX_OUTPUT = 4000  # characters of report text per exercise
 STARTUP = 120  # seconds the worker may take to start (importing PyTorch: 1-3 s, far more on a loaded machine)
 
 
+class Deadline:
+    """A submission's total time limit, and what one cell may take of what is left (at least a second)."""
+
+    def __init__(self, seconds: int, cell_timeout: int) -> None:
+        self.seconds, self.cell_timeout = seconds, cell_timeout
+        self.end = time.monotonic() + seconds
+
+    def left(self) -> float:
+        return self.end - time.monotonic()
+
+    def for_cell(self) -> float:
+        return min(self.cell_timeout, max(1, self.left()))
+
+
 def grade_notebook(
     path: Path,
     root: Path,
@@ -50,18 +65,21 @@ def grade_notebook(
     timeout: int = 600,
     *,
     chapter: int | None = None,
-    isolation: str = "auto",
+    isolation: str | Isolation = "auto",
     seed: int | None = None,
     memory_mb: int = 4096,
 ) -> Report:
     """Grade one submission. Never raises: whatever goes wrong is in the report.
 
-    seed: the secret seed of the hidden cases; None draws a fresh one (see ``secret_seed`` for a keyed one).
+    isolation: a mode ("auto", "bwrap", "process"), or one already resolved (``isolation.resolve``) by a caller
+    that grades many. seed: the secret seed of the hidden cases; None draws a fresh one (see ``secret_seed`` for a
+    keyed one).
     """
     start = time.monotonic()
     report = Report(submission=path.name)
     try:
-        _grade_into(report, path, root, cell_timeout, timeout, chapter, isolation, seed, memory_mb)
+        resolved = isolation if isinstance(isolation, Isolation) else resolve_isolation(isolation)
+        _grade_into(report, path, root, Deadline(timeout, cell_timeout), chapter, resolved, seed, memory_mb)
     except SubmissionError as exc:
         report.problems.append(str(exc))
     except IsolationError:
@@ -81,60 +99,59 @@ def secret_seed(key: bytes | None, content: bytes) -> int:
     return int.from_bytes(hmac.new(key, content, hashlib.sha256).digest()[:5], "big")
 
 
+@dataclass
+class _Grading:
+    """One submission being graded: what the grading of each of its exercises reads, and adds to."""
+
+    extracted: Extracted
+    given: dict  # the pristine notebook's definitions before each exercise (given.given_code)
+    worker: sandbox.Worker
+    root: Path
+    seed: int
+    clock: Deadline
+    report: Report
+
+
 def _grade_into(
     report: Report,
     path: Path,
     root: Path,
-    cell_timeout: int,
-    timeout: int,
+    clock: Deadline,
     chapter: int | None,
-    isolation: str,
+    isolation: Isolation,
     seed: int | None,
     memory_mb: int,
 ) -> None:
-    deadline = time.monotonic() + timeout
-    data = read_notebook(path)
-    extracted = extract(data, path, expected_chapter=chapter)
+    extracted = extract(read_notebook(path), path, expected_chapter=chapter)
     report.chapter = extracted.chapter
     report.problems += extracted.notes
-    mode, warning = resolve_isolation(isolation)
-    report.isolation = warning or f"graded in the {mode} sandbox"
-    seed = secrets.randbits(40) if seed is None else seed
+    report.isolation = isolation.warning or f"graded in the {isolation.mode} sandbox"
     pristine = json.loads(
         (root / "notebooks" / registry.chapter_notebook(extracted.chapter)).read_text(encoding="utf-8")
     )
-    given = given_code(pristine)
-    exercises = registry.chapter_exercises(extracted.chapter)
-    worker = sandbox.Worker(mode, memory_mb=memory_mb, cpu_seconds=timeout + STARTUP)
+    worker = sandbox.Worker(isolation.mode, memory_mb=memory_mb, cpu_seconds=clock.seconds + STARTUP)
+    grading = _Grading(
+        extracted, given_code(pristine), worker, root, secrets.randbits(40) if seed is None else seed, clock, report
+    )
     try:
-        if not worker.wait_ready(min(STARTUP, max(1.0, deadline - time.monotonic()))):
+        if not worker.wait_ready(min(STARTUP, max(1.0, clock.left()))):
             raise RuntimeError(
                 f"the grading worker did not start ({worker.dead}): "
                 f"{bytes(worker.output[-300:]).decode(errors='replace')}"
             )
-        for ex in exercises:
-            report.tests.append(
-                _grade_exercise(ex, extracted, given, worker, root, seed, cell_timeout, deadline, report)
-            )
-            if worker.dead and time.monotonic() >= deadline:
-                worker.dead = f"the submission ran past the total time limit of {timeout} s"
+        for ex in registry.chapter_exercises(extracted.chapter):
+            report.tests.append(_grade_exercise(grading, ex))
+            if worker.dead and clock.left() <= 0:
+                worker.dead = f"the submission ran past the total time limit of {clock.seconds} s"
     finally:
         worker.close()
     if worker.dead:
         report.problems.append(f"{worker.dead}; the exercises from that point on got no points")
 
 
-def _grade_exercise(
-    ex: Exercise,
-    extracted: Extracted,
-    given: dict,
-    worker: sandbox.Worker,
-    root: Path,
-    seed: int,
-    cell_timeout: int,
-    deadline: float,
-    report: Report,
-) -> TestResult:
+def _grade_exercise(g: _Grading, ex: Exercise) -> TestResult:
+    """Run the course's code before the exercise, then the student's cell and the calls on the hidden cases, and
+    compare; an exercise that fails is replaced in the worker by the course's solution, for the ones after it."""
     name = f"Exercise {ex.id}: {ex.title}"
 
     def result(lines: list[str], passed: bool = False, state: str | None = None) -> TestResult:
@@ -146,89 +163,101 @@ def _grade_exercise(
             name, ex.points if passed else 0, ex.points, output, state or ("passed" if passed else "failed")
         )
 
-    def left() -> float:
-        return deadline - time.monotonic()
-
-    if worker.dead:
-        return result([f"not graded: {worker.dead}"])
-    if left() <= 0:
-        worker.close()
-        worker.dead = "the submission ran past the total time limit"
+    if g.worker.dead:
+        return result([f"not graded: {g.worker.dead}"])
+    if g.clock.left() <= 0:
+        g.worker.close()
+        g.worker.dead = "the submission ran past the total time limit"
         return result(["not graded: the submission ran past the total time limit"])
-    for source in given.pop(ex.id, []):  # the course's own definitions before this exercise
-        answer = worker.request(
-            {"op": "exec", "source": source, "label": "course code", "timeout": cell_timeout}, min(cell_timeout, left())
+    _run_course_code(g, ex)
+    source = g.extracted.sources.get(ex.id)
+    if source is None:
+        lines, state, passed = ["not attempted: the exercise is missing from the submission"], "not attempted", False
+    else:
+        lines, state, passed, stopped = _run_submission(g, ex, source)
+        if stopped:  # the worker is gone: nothing more runs, not even the course's solution
+            return result(lines)
+    if not passed:
+        _load_solution(g, ex)
+    return result(lines, passed, state)
+
+
+def _run_course_code(g: _Grading, ex: Exercise) -> None:
+    """The course's own definitions between the previous exercise and this one (the pristine notebook's)."""
+    for source in g.given.pop(ex.id, []):
+        answer = g.worker.request(
+            {"op": "exec", "source": source, "label": "course code", "timeout": g.clock.cell_timeout},
+            g.clock.for_cell(),
         )
         if answer is not None and "error" in answer:
             first = source.strip().split("\n")[0][:60]
-            report.problems.append(
+            g.report.problems.append(
                 f"the course's code `{first}` raised {answer['error']}; an exercise before it "
                 "may define something unexpected"
             )
-    source = extracted.sources.get(ex.id)
-    lines: list[str] = []  # what the report says; whether the exercise passed is decided apart from the wording
-    state = None
-    passed = False
-    if source is None:
-        lines, state = ["not attempted: the exercise is missing from the submission"], "not attempted"
-    else:
-        problem = static_problem(source, ex, {e.name for e in registry.chapter_exercises(ex.chapter)})
-        if problem:
-            lines = [f"refused: {problem}"]
-        else:
-            code, note = clean_source(source)
-            if note:
-                lines.append(note)
-            answer = worker.request(
-                {
-                    "op": "exec",
-                    "source": code,
-                    "label": f"exercise {ex.id}",
-                    "timeout": min(cell_timeout, max(1, left())),
-                },
-                min(cell_timeout, max(1, left())),
-            )
-            if answer is None:
-                return result([f"your cell stopped the grading: {worker.dead}"] + lines)
-            cell_ran = "error" not in answer
-            if not cell_ran:
-                lines.append(
-                    f"your cell raised {answer['error']}"
-                    if not answer.get("timeout")
-                    else f"a time-out: the cell ran longer than the {cell_timeout} s limit per cell"
-                )
-            cases = ex.cases(seed)
-            _send_given_modules(cases, worker, root, given["__imports__"], min(cell_timeout, max(1, left())))
-            call_timeout = min(cell_timeout, max(1, left()))
-            answer = worker.request(
-                {
-                    "op": "call",
-                    "exercise": ex.id,
-                    "name": ex.name,
-                    "kind": ex.kind,
-                    "cases": [_encode_case(c) for c in cases],
-                    "timeout": call_timeout,
-                    "forbidden": list(ex.forbidden),
-                    "grad": ex.judge is not None,
-                },
-                call_timeout,
-            )
-            if answer is None:
-                return result([f"your code stopped the grading: {worker.dead}"] + lines)
-            case_lines, state, every_case_right = compare_cases(ex, cases, answer)
-            lines += case_lines
-            passed = cell_ran and every_case_right
-    if not passed:
-        fallback = fallback_source(ex, root)
-        answer = worker.request(
-            {"op": "exec", "source": fallback, "label": f"solution {ex.id}", "timeout": cell_timeout},
-            min(cell_timeout, max(1, left())),
+
+
+def _run_submission(g: _Grading, ex: Exercise, source: str) -> tuple[list[str], str | None, bool, bool]:
+    """The student's cell, checked, run, then called on the hidden cases and compared with the reference.
+
+    -> (what the report says, its state, whether the exercise passed, whether the worker stopped). Whether it
+    passed is decided apart from the wording."""
+    problem = static_problem(source, ex, {e.name for e in registry.chapter_exercises(ex.chapter)})
+    if problem:
+        return [f"refused: {problem}"], None, False, False
+    lines: list[str] = []
+    code, note = clean_source(source)
+    if note:
+        lines.append(note)
+    timeout = g.clock.for_cell()
+    answer = g.worker.request({"op": "exec", "source": code, "label": f"exercise {ex.id}", "timeout": timeout}, timeout)
+    if answer is None:
+        return [f"your cell stopped the grading: {g.worker.dead}"] + lines, None, False, True
+    cell_ran = "error" not in answer
+    if not cell_ran:
+        lines.append(
+            f"your cell raised {answer['error']}"
+            if not answer.get("timeout")
+            else f"a time-out: the cell ran longer than the {g.clock.cell_timeout} s limit per cell"
         )
-        if answer is not None and "error" in answer:
-            report.problems.append(
-                f"the course's solution of {ex.id} could not be loaded for the exercises after it ({answer['error']})"
-            )
-    return result(lines, passed, state)
+    cases = ex.cases(g.seed)
+    _send_given_modules(cases, g.worker, g.root, g.given["__imports__"], g.clock.for_cell())
+    timeout = g.clock.for_cell()
+    answer = g.worker.request(
+        {
+            "op": "call",
+            "exercise": ex.id,
+            "name": ex.name,
+            "kind": ex.kind,
+            "cases": [_encode_case(c) for c in cases],
+            "timeout": timeout,
+            "forbidden": list(ex.forbidden),
+            "grad": ex.judge is not None,
+        },
+        timeout,
+    )
+    if answer is None:
+        return [f"your code stopped the grading: {g.worker.dead}"] + lines, None, False, True
+    case_lines, state, every_case_right = compare_cases(ex, cases, answer)
+    return lines + case_lines, state, cell_ran and every_case_right, False
+
+
+def _load_solution(g: _Grading, ex: Exercise) -> None:
+    """The course's solution in place of a failed answer, so that a later exercise that builds on it is graded on
+    its own merit (as the notebook's self-check does)."""
+    answer = g.worker.request(
+        {
+            "op": "exec",
+            "source": fallback_source(ex, g.root),
+            "label": f"solution {ex.id}",
+            "timeout": g.clock.cell_timeout,
+        },
+        g.clock.for_cell(),
+    )
+    if answer is not None and "error" in answer:
+        g.report.problems.append(
+            f"the course's solution of {ex.id} could not be loaded for the exercises after it ({answer['error']})"
+        )
 
 
 def _encode_case(case: registry.Case) -> dict:
@@ -265,20 +294,3 @@ def _send_given_modules(
                 timeout,
             )
             worker.given.add(ex_id)
-
-
-def submissions_in(path: Path, exclude: Path | None = None) -> list[Path]:
-    """The files of a folder to consider (hidden ones, checkpoints and the folder ``exclude`` left out), or [path]."""
-    if not path.is_dir():
-        return [path]
-    skip = exclude.resolve() if exclude is not None else None
-    found = []
-    for p in sorted(path.rglob("*")):
-        if not p.is_file() or p.is_symlink() or ".ipynb_checkpoints" in p.parts:
-            continue
-        if any(part.startswith(".") for part in p.relative_to(path).parts):
-            continue
-        if skip is not None and (p.resolve() == skip or skip in p.resolve().parents):
-            continue
-        found.append(p)
-    return found

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from typing import NamedTuple
 
-__all__ = ["MODES", "IsolationError", "bwrap_available", "resolve"]
+__all__ = ["MODES", "Isolation", "IsolationError", "bwrap_available", "resolve"]
 
 MODES = ("auto", "bwrap", "process")
 
@@ -37,18 +38,26 @@ def bwrap_available() -> bool:
     return _bwrap_works
 
 
-def resolve(mode: str) -> tuple[str, str | None]:
-    """(the mode used, a warning for the report or None)."""
+class Isolation(NamedTuple):
+    """An isolation mode resolved on this machine: the mode used, and the warning every report carries, or None."""
+
+    mode: str
+    warning: str | None
+
+
+def resolve(mode: str) -> Isolation:
+    """The mode ``mode`` gets here ("auto": bwrap where it works, else a plain process and a warning)."""
     if mode not in MODES:
         raise IsolationError(f"unknown isolation mode {mode!r}; use one of {', '.join(MODES)}")
     if mode in ("auto", "bwrap") and bwrap_available():
-        return "bwrap", None
+        return Isolation("bwrap", None)
     if mode == "bwrap":
         raise IsolationError(
             "--isolation bwrap: bubblewrap is not installed or cannot create namespaces here "
             "(apt-get install bubblewrap)"
         )
-    return "process", (
+    return Isolation(
+        "process",
         "WARNING: graded without a sandbox (bubblewrap is not available): the submission's code ran "
-        "as the grader's user and could read the course's files; limits and clean-up still applied"
+        "as the grader's user and could read the course's files; limits and clean-up still applied",
     )
