@@ -82,9 +82,11 @@ test: lint
 # The linter and the formatter (configuration in pyproject.toml): unused and undefined names, import order,
 # whitespace, bugbear's likely bugs, blind excepts, outdated syntax, unused noqa; in the package, the tests, the
 # book's extension and the chapters' code cells; code formatted as `ruff format src tests book/_ext` writes it.
+# Then the type checker, mypy, on the package (its default checks; configuration in pyproject.toml too).
 lint: $(STAMP)
 	$(BIN)/ruff check src tests book/_ext solutions
 	$(BIN)/ruff format --check src tests book/_ext
+	$(BIN)/mypy src/transformer_course
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks/

@@ -7,8 +7,16 @@ of the package).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import torch
 from torch import Tensor
+
+# A model whose parts are read by name (model.generate, model.decoder.layers, model.max_len): one of the course's
+# models, or any module with the same parts (chapter 9's bigram table is one). Any to the type checker: torch types
+# every attribute of a module Tensor | Module, which has none of these parts.
+Model = Any
 
 
 def positive_int(name: str, value: object) -> int:
@@ -22,13 +30,13 @@ def check_heads(d_model: object, n_heads: object, dropout: object = None) -> int
     """d_k = d_model / n_heads, for positive ints d_model divisible by n_heads (and a dropout in [0, 1) if given)."""
     positive_int("d_model", d_model)
     positive_int("n_heads", n_heads)
-    if d_model % n_heads:
+    if d_model % n_heads:  # type: ignore[operator]  # positive_int raised unless both are ints
         raise ValueError(
             f"d_model={d_model} is not divisible by n_heads={n_heads}: each head gets d_model / n_heads dimensions"
         )
     if dropout is not None and not (isinstance(dropout, (int, float)) and 0.0 <= dropout < 1.0):
         raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
-    return d_model // n_heads
+    return d_model // n_heads  # type: ignore[operator]  # as above
 
 
 def require_tensor(name: str, x: object, dim: int | None = None, min_dim: int | None = None) -> Tensor:
@@ -60,7 +68,7 @@ def check_ids(name: str, ids: object, mask: object, mask_name: str, max_len: int
         raise ValueError(f"{mask_name} must have the shape of {name}, {tuple(ids.shape)}, got {tuple(mask.shape)}")
 
 
-def check_values(ids: list[tuple[str, Tensor, int]], masks: list[tuple[str, Tensor]] = ()) -> None:
+def check_values(ids: list[tuple[str, Tensor, int]], masks: Sequence[tuple[str, Tensor]] = ()) -> None:
     """Token ids in [0, V), and at least one real token in every row of each mask: one transfer for all checks."""
     stats = [s for _, x, _ in ids for s in (x.min(), x.max())] + [m.any(dim=1).all().long() for _, m in masks]
     values = torch.stack(stats).tolist()

@@ -8,11 +8,13 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor, nn
 
+from ._checks import Model
+
 __all__ = ["attention_maps"]
 
 
 @torch.no_grad()
-def attention_maps(model: nn.Module, src_ids: Sequence[int], tgt_in_ids: Sequence[int]) -> dict[str, Tensor]:
+def attention_maps(model: Model, src_ids: Sequence[int], tgt_in_ids: Sequence[int]) -> dict[str, Tensor]:
     """The attention weights of every layer and head while ``model`` reads one source and one decoder input.
 
     src_ids: the source's token ids (T_x); tgt_in_ids: the decoder's input (T_y), <bos> and the output tokens, as

@@ -63,7 +63,7 @@ def bleu_statistics(hypotheses, references, max_order: int = MAX_ORDER, clip: bo
         for n in range(1, max_order + 1):
             counts = ngrams(hypothesis, n)
             # An n-gram is credited at most as often as it occurs in any single reference (the clip).
-            most = Counter()
+            most: Counter = Counter()
             for r in refs:
                 most |= ngrams(r, n)  # Counter union: the maximum of the two counts
             if clip:

@@ -69,7 +69,7 @@ def check_kind(kind: object) -> str:
 
 def check_sequence(x: object, d: int | None = None) -> Tensor:
     """x must be (B, T, d) with B, T >= 1 (and d features, when d is given)."""
-    require_tensor("x", x, dim=3)
+    x = require_tensor("x", x, dim=3)
     if x.shape[0] < 1 or x.shape[1] < 1 or (d is not None and x.shape[2] != d):
         want = f"(B, T, {d})" if d is not None else "(B, T, d)"
         raise ValueError(f"x must have shape {want} with B, T >= 1, got {tuple(x.shape)}")
@@ -167,7 +167,7 @@ def build(kind: str, d: int, k: int = 3, depth: int | None = None, seed: int = 0
             return lambda x: reduce(lambda h, _: self_attention(h), range(1 if depth is None else depth), x)
         if kind == "recurrent":
             weights = RNN(d, d).double().layer_weights(0)  # W_ih, W_hh (d, d), b_ih, b_hh (d,), as nn.RNN's
-            return lambda x: recurrent(x, weights, window=depth)
+            return lambda x: recurrent(x, weights, window=depth)  # type: ignore[arg-type]  # RNN(d, d) has biases
         base = k if kind == "dilated convolutional" else 1
         return ConvStack(d, k, 1 if depth is None else depth, base, dtype=torch.float64)
 

@@ -55,7 +55,7 @@ def normalised_score(log_prob: float | Tensor, length: int | Tensor, alpha: floa
     or one hypothesis's, as numbers (beam search scores its finished hypotheses one by one).
     """
     if isinstance(length, Tensor):
-        length = length.to(log_prob.dtype)
+        length = length.to(log_prob.dtype)  # type: ignore[union-attr]  # with a tensor of log-probabilities
     return log_prob / length_penalty(length, alpha)
 
 
@@ -164,6 +164,7 @@ def _beam_search(model, src, src_mask, k: int, max_len: int, alpha: float, eos_i
     # steps a few long sentences take cost nothing for the others (B shrinks to the live sentences).
     live = list(range(b))
     step = 0
+    rows: list | Tensor  # the prefixes as lists of ids, then the rows that the new beams extend
     for step in range(1, max_len + 1):
         n = len(live)
         logp = F.log_softmax(decoder_step(model, cache, prefix[:, -1]).float(), dim=-1)  # (n K, V)

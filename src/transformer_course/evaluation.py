@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import nn
 
+from ._checks import Model
 from .data.batching import length_batches, pad_sequences
 
 __all__ = ["count_parameters", "translate"]
@@ -22,7 +23,7 @@ def count_parameters(model: nn.Module) -> int:
 
 @torch.no_grad()
 def translate(
-    model: nn.Module,
+    model: Model,
     src_seqs: Sequence[Sequence[int]],
     tgt_vocab,
     max_len: int | Callable[[int], int],

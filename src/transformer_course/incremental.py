@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor, nn
 
-from ._checks import check_ids, check_values, positive_int
+from ._checks import Model, check_ids, check_values, positive_int
 
 __all__ = ["DecoderCache", "attend_with_cache", "check_decodable", "decoder_step", "greedy_decode", "start_decoding"]
 
@@ -65,12 +65,13 @@ class DecoderCache:
     def reorder(self, rows: Tensor) -> None:
         """Keep the rows ``rows`` (R',) in that order: beams follow the hypotheses they now extend."""
         pick = lambda ts: [None if t is None else t.index_select(0, rows) for t in ts]
-        self.cross_k, self.cross_v = pick(self.cross_k), pick(self.cross_v)
+        # pick keeps a tensor a tensor: the cross-attention lists, which hold no None, stay list[Tensor]
+        self.cross_k, self.cross_v = pick(self.cross_k), pick(self.cross_v)  # type: ignore[assignment]
         self.self_k, self.self_v = pick(self.self_k), pick(self.self_v)
         self.src_mask = self.src_mask.index_select(0, rows)
 
 
-def start_decoding(model: nn.Module, src: Tensor, src_mask: Tensor, repeat: int = 1) -> DecoderCache:
+def start_decoding(model: Model, src: Tensor, src_mask: Tensor, repeat: int = 1) -> DecoderCache:
     """Encode src (B, T_x) once and project the cross-attention keys and values of every decoder layer;
     ``repeat`` = K copies of each sentence's rows, next to each other (rows b K .. b K + K - 1: sentence b)."""
     memory = model.encode(src, src_mask)  # (B, T_x, d)
@@ -81,7 +82,7 @@ def start_decoding(model: nn.Module, src: Tensor, src_mask: Tensor, repeat: int 
     return DecoderCache([k for k, _ in kv], [v for _, v in kv], src_mask[:, None, None, :], [None] * n, [None] * n)
 
 
-def decoder_step(model: nn.Module, cache: DecoderCache, tokens: Tensor, need_weights: bool = False) -> Tensor:
+def decoder_step(model: Model, cache: DecoderCache, tokens: Tensor, need_weights: bool = False) -> Tensor:
     """Feed the newest token of every row, tokens (R,), and return the next-token logits (R, V); with
     ``need_weights`` the last layer's cross-attention weights are left in ``cache.cross_weights``.
 
@@ -117,16 +118,18 @@ def decoder_step(model: nn.Module, cache: DecoderCache, tokens: Tensor, need_wei
 def check_decodable(model: nn.Module, src: object, src_mask: object, max_len: object) -> None:
     if not all(hasattr(model, a) for a in ("encode", "decoder", "tgt_embed", "positional", "out")):
         raise TypeError(f"decoding needs a transformer_course.transformer.Transformer, got {type(model).__name__}")
-    check_ids("src", src, src_mask, "src_mask", model.max_len)
-    check_values([("src", src, model.src_vocab)], [("src_mask", src_mask)])
+    # The model's max_len and src_vocab are ints, which torch types Tensor | Module (a module's attribute); src and
+    # src_mask are the tensors, and max_len the int, that check_ids and positive_int have found them to be.
+    check_ids("src", src, src_mask, "src_mask", model.max_len)  # type: ignore[arg-type]
+    check_values([("src", src, model.src_vocab)], [("src_mask", src_mask)])  # type: ignore[list-item]
     positive_int("max_len", max_len)
-    if max_len > model.max_len:
+    if max_len > model.max_len:  # type: ignore[operator]
         raise ValueError(f"max_len={max_len} is more than the model's max_len={model.max_len} positions")
 
 
 @torch.no_grad()
 def greedy_decode(
-    model: nn.Module, src: Tensor, src_mask: Tensor, max_len: int, eos_id: int | None = 2, with_weights: bool = False
+    model: Model, src: Tensor, src_mask: Tensor, max_len: int, eos_id: int | None = 2, with_weights: bool = False
 ) -> Tensor | tuple[Tensor, Tensor]:
     """Greedy decoding with the key/value cache: tokens (B, L), L <= max_len, stopping once every row has
     written ``eos_id`` (never if None); with ``with_weights`` also the last decoder layer's cross-attention
@@ -150,6 +153,7 @@ def greedy_decode(
             token = decoder_step(model, cache, token, with_weights).argmax(dim=-1)  # (n,)
             tokens[live, steps] = token
             if with_weights:
+                assert cache.cross_weights is not None  # decoder_step left them there: it was asked for them
                 step_weights = cache.cross_weights[:, :, 0].mean(dim=1)  # (n, T_x)
                 weights = step_weights.new_zeros(B, max_len, T_x) if weights is None else weights
                 weights[live, steps] = step_weights
@@ -160,6 +164,7 @@ def greedy_decode(
                     keep = going.nonzero().squeeze(1)
                     cache.reorder(keep)
                     live, token = live[keep], token[keep]
-        return (tokens[:, :steps], weights[:, :steps]) if with_weights else tokens[:, :steps]
+        # With with_weights, the first step (max_len >= 1) set weights.
+        return (tokens[:, :steps], weights[:, :steps]) if with_weights else tokens[:, :steps]  # type: ignore[index]
     finally:
         model.train(was_training)

@@ -24,7 +24,7 @@ def corpus_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str]]) 
     n_refs = max(len(r) for r in references)
     # sacrebleu wants one stream per reference index; None marks a sentence with fewer references.
     streams = [[r[k] if k < len(r) else None for r in references] for k in range(n_refs)]
-    return sacrebleu.corpus_bleu(list(hypotheses), streams).score
+    return sacrebleu.corpus_bleu(list(hypotheses), streams).score  # type: ignore[arg-type]  # None as said above
 
 
 def exact_match(predictions: Sequence[str], targets: Sequence[str | Sequence[str]]) -> float:

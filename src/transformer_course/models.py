@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import MISSING, dataclass, fields
+from typing import Any
 
 import torch
 from torch import nn
@@ -148,7 +149,8 @@ class Kind:
     """A kind of translation model: what its configurations hold, how one becomes a model, where its code is."""
 
     schema: type[TrainingConfig]
-    build: Callable[[TrainingConfig, int], nn.Module]  # (typed configuration, vocabulary size) -> a fresh model
+    # (typed configuration, vocabulary size) -> a fresh model. Any: each builder takes its own schema's type.
+    build: Callable[[Any, int], nn.Module]
     # The modules whose source builds and runs it: with the shared ones of translation._code, its cache key
     # (incremental: generate() decodes the test translations stored with a model).
     code: tuple[str, ...]

@@ -74,7 +74,8 @@ class PackedMultiHeadAttention(nn.Module):
     def project_qkv(self, x: Tensor, packing: Packing | None = None) -> tuple[Tensor, Tensor, Tensor]:
         """x (B, T, d) -> q, k, v, each (B, h, T, d_k), from one matrix product."""
         qkv = unpack(self.w_qkv(x), packing)  # (B, T, 3 d)
-        return tuple(split_heads(t, self.n_heads) for t in qkv.chunk(3, dim=-1))
+        # Three chunks: a tuple of three, which mypy reads as a tuple of any length.
+        return tuple(split_heads(t, self.n_heads) for t in qkv.chunk(3, dim=-1))  # type: ignore[return-value]
 
     def project_q(self, x: Tensor, packing: Packing | None = None) -> Tensor:
         """x (B, T_q, d) -> q (B, h, T_q, d_k), with the W_Q rows of w_qkv."""
@@ -85,7 +86,8 @@ class PackedMultiHeadAttention(nn.Module):
         """memory (B, T_k, d) -> k, v, each (B, h, T_k, d_k), with the W_K and W_V rows of w_qkv."""
         d = self.d_model
         kv = unpack(F.linear(memory, self.w_qkv.weight[d:], self.w_qkv.bias[d:]), packing)  # (B, T_k, 2 d)
-        return tuple(split_heads(t, self.n_heads) for t in kv.chunk(2, dim=-1))
+        # Two chunks: a pair, which mypy reads as a tuple of any length.
+        return tuple(split_heads(t, self.n_heads) for t in kv.chunk(2, dim=-1))  # type: ignore[return-value]
 
     def attend(
         self,

@@ -29,12 +29,16 @@ def attention_heatmap(
     image = ax.imshow(
         w.numpy(), cmap=cmap, vmin=0.0, vmax=max(1.0, float(w.nan_to_num().max())) if w.dtype != torch.bool else 1
     )
+    # Without names, the positions are the labels: matplotlib writes any label with str(), its stubs ask for strings.
     ax.set_xticks(
         range(w.shape[1]),
-        labels=list(keys) if keys is not None else range(w.shape[1]),
+        labels=list(keys) if keys is not None else range(w.shape[1]),  # type: ignore[arg-type]
         rotation=45 if keys is not None else 0,
     )
-    ax.set_yticks(range(w.shape[0]), labels=list(queries) if queries is not None else range(w.shape[0]))
+    ax.set_yticks(
+        range(w.shape[0]),
+        labels=list(queries) if queries is not None else range(w.shape[0]),  # type: ignore[arg-type]
+    )
     ax.set_xlabel("key")
     ax.set_ylabel("query")
     if annotate and w.numel() <= 100:

@@ -25,9 +25,9 @@ BASE = 10_000.0
 
 def _even_d_model(d_model: object) -> int:
     positive_int("d_model", d_model)
-    if d_model % 2:
+    if d_model % 2:  # type: ignore[operator]  # an int: positive_int raised otherwise
         raise ValueError(f"d_model must be even (sines and cosines come in pairs), got {d_model}")
-    return d_model
+    return d_model  # type: ignore[return-value]  # as above
 
 
 def frequencies(d_model: int, base: float = BASE) -> Tensor:
@@ -102,7 +102,8 @@ class PositionalEncoding(nn.Module):
     def forward(self, x: Tensor, offset: int = 0) -> Tensor:
         _check_input(x, self.d_model, offset, self.max_len)
         t = x.shape[-2]
-        return self.dropout(x + self.pe[offset : offset + t].to(x.dtype))  # (T, d_model) broadcasts over the batch
+        # (T, d_model) broadcasts over the batch. pe: the buffer registered above, which torch types Tensor | Module.
+        return self.dropout(x + self.pe[offset : offset + t].to(x.dtype))  # type: ignore[index]
 
 
 class LearnedPositionalEmbedding(nn.Module):

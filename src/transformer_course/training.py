@@ -204,7 +204,8 @@ def fit(
     """
     rank, world = _world()
     device = device or next(model.parameters()).device
-    core = model.module if hasattr(model, "module") else model  # the model inside DDP
+    # The model inside DDP: its .module, which torch types Tensor | Module (any attribute of a module).
+    core: nn.Module = model.module if hasattr(model, "module") else model  # type: ignore[assignment]
     # fused: one kernel updates every parameter tensor; on 2 CPU cores the default (foreach) update cost the
     # Bahdanau model 8 % of each step.
     optimizer = torch.optim.Adam(

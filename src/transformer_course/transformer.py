@@ -25,6 +25,7 @@ The layers are in ``transformer_layers``, their attention in ``packed_attention`
 from __future__ import annotations
 
 import math
+from typing import Any, cast
 
 import torch
 from torch import Tensor, nn
@@ -98,7 +99,7 @@ class Transformer(nn.Module):
                 raise ValueError(f"{name}={vocab} is too small to hold bos_id={bos_id} and pad_id={pad_id}")
         if bos_id == pad_id:
             raise ValueError(f"bos_id and pad_id must differ, got {bos_id} for both")
-        self.config = dict(
+        self.config: dict[str, Any] = dict(
             src_vocab=src_vocab,
             tgt_vocab=tgt_vocab,
             d_model=d_model,
@@ -232,11 +233,12 @@ class Transformer(nn.Module):
             raise ValueError(f"max_len={max_len} is more than the model's max_len={self.max_len} positions")
         check_values([("src", src, self.src_vocab)], [("src_mask", src_mask)])
         if use_cache:
-            return greedy_decode(self, src, src_mask, max_len, eos_id, with_weights=True)
+            return cast("tuple[Tensor, Tensor]", greedy_decode(self, src, src_mask, max_len, eos_id, with_weights=True))
         memory, src_packing = self._encode(src, src_mask)
-        last = self.decoder.layers[-1]
+        last = cast(DecoderLayer, self.decoder.layers[-1])
         stored, last.store_cross_weights = last.store_cross_weights, True
         tokens = torch.full((src.shape[0], 1), self.bos_id, dtype=torch.long, device=src.device)
+        weights: list[Tensor] | Tensor  # one (B, T_x) per step, then stacked
         weights = []
         try:
             for _ in range(max_len):
@@ -244,6 +246,7 @@ class Transformer(nn.Module):
                 states = self._decode_states(memory, src_packing, src_mask, tokens, self_mask, None)  # (B, t, d)
                 next_token = self.out(states[:, -1]).argmax(dim=-1)  # (B,): only the last position is new
                 tokens = torch.cat([tokens, next_token[:, None]], dim=1)
+                assert last.last_cross_weights is not None  # stored: store_cross_weights is True
                 weights.append(last.last_cross_weights[:, :, -1].mean(dim=1))  # (B, T_x)
                 if eos_id is not None and bool((tokens[:, 1:] == eos_id).any(dim=1).all()):
                     break

@@ -80,7 +80,7 @@ class TranslationRun:
     parameters: int
     hypotheses: list[str]  # its greedy translation of every test sentence
     decode_seconds: float | None  # how long decoding the test set took
-    by_length: list[tuple[int, int, int, float]]  # (shortest, longest + 1, sentences, BLEU) per source length
+    by_length: list[tuple[int, int, int, float | None]]  # (shortest, longest + 1, sentences, BLEU or None) by length
     data: TranslationData
     device: str
 

@@ -167,7 +167,7 @@ class CharVocab:
 
 def date_vocabs() -> tuple[CharVocab, CharVocab]:
     """(source, target) vocabularies: every character a date format can produce, and the ISO digits and dash."""
-    source = set()
+    source: set[str] = set()
     for fmt in FORMATS:
         for d in (dt.date(2000, m, 1) + dt.timedelta(days=k) for m in range(1, 13) for k in range(0, 31, 7)):
             source.update(format_date(d, fmt))

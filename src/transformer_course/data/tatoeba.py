@@ -78,7 +78,7 @@ def spa_tsv_path() -> Path:
         raise TatoebaUnavailable(
             f"{PACKAGE} {dist.version} is installed, but the course needs version {VERSION}: {INSTALL_HINT}"
         )
-    path = Path(dist.locate_file(FILE))
+    path = Path(dist.locate_file(FILE))  # type: ignore[arg-type]  # a pathlib.Path (typeshed: SimplePath)
     if not path.is_file():
         raise TatoebaUnavailable(
             f"{PACKAGE} {VERSION} is installed but {FILE} is missing; reinstall it: {INSTALL_HINT} --force-reinstall"

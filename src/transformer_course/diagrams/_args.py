@@ -12,7 +12,7 @@ def count(name: str, value: object, low: int, high: int) -> int:
     try:
         if isinstance(value, bool):
             raise TypeError
-        n = operator.index(value)
+        n = operator.index(value)  # type: ignore[arg-type]  # any value: TypeError if not an int
     except TypeError:
         raise ValueError(f"{name} must be an integer, got {value!r}") from None
     if not low <= n <= high:
@@ -44,7 +44,7 @@ def choice(name: str, value: object, options: Sequence[str]) -> str:
 def distribution(name: str, value: object, n: int) -> list[float]:
     """``n`` weights from 0 to 1 that sum to 1 (a list, or a 1-D tensor or array: anything iterable of numbers)."""
     try:
-        weights = [float(w) for w in value]  # type: ignore[union-attr]
+        weights = [float(w) for w in value]  # type: ignore[attr-defined]  # any value: TypeError if not
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be {n} numbers (one attention row), got {value!r}") from None
     if len(weights) != n:

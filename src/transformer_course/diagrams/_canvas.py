@@ -13,6 +13,7 @@ from collections import Counter
 from matplotlib.figure import Figure
 from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
 from matplotlib.path import Path
+from matplotlib.text import Text
 
 from ._shapes import SMALL, Box, fits, plain
 
@@ -53,9 +54,9 @@ class Canvas:
         self.ax.set_ylim(0, height)
         self.ax.set_axis_off()
         self.parts: Counter[str] = Counter()
-        self.boxes: list[tuple[Box, object, bool]] = []  # (box, its label or None, is a frame around others)
-        self.texts: list[object] = []  # free texts, not the labels of boxes
-        self.paths: list[tuple[list[tuple[float, float]], object]] = []  # (points, its label or None)
+        self.boxes: list[tuple[Box, Text | None, bool]] = []  # (box, its label or None, is a frame around others)
+        self.texts: list[Text] = []  # free texts, not the labels of boxes
+        self.paths: list[tuple[list[tuple[float, float]], Text | None]] = []  # (points, its label or None)
         self._ids: set[str] = set()
 
     def _tag(self, artist, part: str | None, index: object) -> None:

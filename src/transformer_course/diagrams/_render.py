@@ -15,9 +15,10 @@ from itertools import combinations
 
 from matplotlib import rc_context, style
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.text import Text
 
 from ._canvas import Canvas
-from ._shapes import SMALL
+from ._shapes import SMALL, Box
 
 RC = {
     "svg.hashsalt": "transformer-course-diagrams",
@@ -70,9 +71,14 @@ def render(canvas: Canvas, alt: str) -> Diagram:
     """The canvas as a Diagram. Labels too wide for their box are set smaller first, down to SMALL points."""
     alt = " ".join(alt.split())
     extent = _extents(canvas)
+    # A label's size is in points, as Canvas sets it (matplotlib's stubs allow a name such as "large" too).
     for box, label, _ in canvas.boxes:
-        while label is not None and label.get_fontsize() > SMALL and not _inside(extent(label), box.rect, 0.04):
-            label.set_fontsize(label.get_fontsize() - 0.5)
+        while (
+            label is not None
+            and label.get_fontsize() > SMALL  # type: ignore[operator]
+            and not _inside(extent(label), box.rect, 0.04)
+        ):
+            label.set_fontsize(label.get_fontsize() - 0.5)  # type: ignore[operator]
     problems = _problems(canvas, extent)
     buffer = io.StringIO()
     # The title is the alt text: screen readers read it from an SVG shown inline.
@@ -135,6 +141,8 @@ def _crosses(p, q, rect) -> bool:
 
 def _problems(canvas: Canvas, extent) -> list[str]:
     found = []
+    a: Text | Box  # two texts, then two boxes
+    b: Text | Box
     labels = [(label, box) for box, label, _ in canvas.boxes if label is not None]
     texts = [(t, extent(t)) for t in [label for label, _ in labels] + canvas.texts if t.get_text()]
     solid = [box for box, _, frame in canvas.boxes if not frame]

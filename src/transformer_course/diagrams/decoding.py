@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from . import _args
 from ._canvas import FADED, HIGHLIGHT, INK, Canvas
 from ._render import Diagram, drawing, render
@@ -84,11 +86,11 @@ def _nodes(beams) -> list[list[dict]]:
     """The hypotheses, checked: step s (from 1) as dicts of parent, token, log_prob, index, pruned, finished."""
     if isinstance(beams, (str, bytes)) or not beams:
         raise ValueError("beams must be a non-empty list of steps, each a list of (parent_index, token, log_prob)")
-    steps = []
+    steps: list[list[dict[str, Any]]] = []
     for s, step in enumerate(beams, start=1):
         if isinstance(step, (str, bytes)) or not step:
             raise ValueError(f"step {s} of beams is empty: every step needs at least one hypothesis")
-        nodes = []
+        nodes: list[dict[str, Any]] = []
         for k, entry in enumerate(step):
             if not isinstance(entry, (tuple, list)) or len(entry) not in (3, 4):
                 raise ValueError(f"step {s}, hypothesis {k}: expected (parent_index, token, log_prob), got {entry!r}")
@@ -181,7 +183,7 @@ def beam_tree(beams=BEAMS, best: tuple[int, int] | None = None) -> Diagram:
         ):
             raise ValueError(f"best must be (step, index) of a hypothesis in beams, got {best!r}")
         candidates = [steps[best[0] - 1][best[1]]]
-    chain = []  # the best hypothesis, from its first token to its last
+    chain: list[dict[str, Any]] = []  # the best hypothesis, from its first token to its last
     if candidates:
         node = max(candidates, key=lambda n: n["log_prob"])
         while "token" in node:

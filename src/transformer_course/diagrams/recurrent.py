@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from . import _args
 from ._canvas import HIGHLIGHT, Canvas
@@ -89,7 +90,7 @@ def lstm_cell() -> Diagram:
     }
     cand = c.box(3.8, 1.5, 0.84, 0.55, "candidate\ntanh", "recurrent", part="candidate")
     # The cell state: three straight segments through the two operators, drawn thick and in the highlight.
-    path = dict(color=HIGHLIGHT, lw=2.4, part="cell_state")
+    path: dict[str, Any] = dict(color=HIGHLIGHT, lw=2.4, part="cell_state")
     c.arrow(c_prev.right, forget_x.left, head=False, index=1, **path)
     c.arrow(forget_x.right, add.left, head=False, index=2, **path)
     c.arrow(add.right, c_new.left, index=3, **path)

@@ -41,6 +41,7 @@ def encoder_decoder(source_tokens=SOURCE, target_tokens=TARGET) -> Diagram:
             c.arrow(previous.right, cell.left)
         previous = cell
     ctx = c.box(xs[len(src)], 1.3, w_cell, 0.5, "$c$", "state", part="context", edge=HIGHLIGHT, lw=2.2)
+    assert previous is not None  # the last encoder step: the source has at least one token
     c.arrow(previous.right, ctx.left, color=HIGHLIGHT, lw=2)
     previous = ctx
     for i, (t, out) in enumerate(zip(ins, outs), start=1):

@@ -4,6 +4,7 @@ layer), and cross-attention with the output layer over the vocabulary."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from .._checks import check_heads
 from . import _args
@@ -110,7 +111,7 @@ def transformer_stack(
     gap = 0.26
     c = Canvas(6.8, 20)  # the height is set once the columns are drawn
     bus_x = 3.25
-    tops = {}
+    tops: dict[str, Any] = {}  # "cross": the cross-attentions' heights; per column, (its top box, the height above)
     for kind, cx, w, tokens in (("encoder", 1.6, 2.7, "source tokens"), ("decoder", 5.05, 3.0, "target, shifted")):
         length = "S" if kind == "encoder" else "T"
         tok = c.box(cx - 0.65, 0.3, 1.3, 0.36, tokens, "input", fontsize=9)
@@ -132,6 +133,7 @@ def transformer_stack(
                 cross = strips["cross-attention"]
                 c.arrow((bus_x, cross.y), cross.left, part="cross_attention", index=i, color="#7a4a10")
                 tops.setdefault("cross", []).append(cross.y)
+        assert below is not None  # the column's last layer: every column has at least one
         if pre:
             c.arrow(below.top, (below.x, y))
             below = c.box(cx, y + 0.14, 1.4, 0.28, "final layer norm", "norm", part=f"{kind}_norm", fontsize=9)

@@ -265,7 +265,7 @@ class _Bigram(torch.nn.Module):
         self.tgt_embed = torch.nn.Embedding.from_pretrained(table, freeze=True)
         self.decoder = torch.nn.Module()
         self.decoder.layers = torch.nn.ModuleList()  # no layers: nothing to cache, no cross-attention
-        self.decoder.norm = None
+        self.decoder.norm = None  # type: ignore[assignment]  # no final norm (torch types it Tensor | Module)
         self.out = torch.nn.Identity()
 
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:

@@ -15,6 +15,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from . import FILES, MAX_FILE_BYTES
 from .pack import check_encoding, open_pack
@@ -77,7 +78,7 @@ class Run:
     """One GPU run into the folder ``out``: ``Run(...).execute()`` returns 0 when every phase was done, else 1."""
 
     def __init__(
-        self, pack: Path, out: Path, minutes: float, device: str, dry_run: bool, seed: int, command: str
+        self, pack: Path, out: Path, minutes: float, device: str | None, dry_run: bool, seed: int, command: str
     ) -> None:
         from ..training import pick_device
 
@@ -88,7 +89,7 @@ class Run:
         self.device = pick_device(device)
         self.bf16 = self.device.type == "cuda"
         self.results: dict = {}  # what later phases need from earlier ones
-        self.record = {
+        self.record: dict[str, Any] = {  # the run's record, written as JSON
             "command": command,
             "dry_run": dry_run,
             "minutes": minutes,
@@ -131,7 +132,8 @@ class Run:
             try:
                 print(f"{self.command}\nstarted {self.record['started']}, deadline in {self.left():.0f} s", flush=True)
                 for name, work in phases:
-                    self.phase(name, lambda work=work: work(self))
+                    # mypy cannot type a lambda whose default argument binds the loop's phase
+                    self.phase(name, lambda work=work: work(self))  # type: ignore[misc]
                 oversized = [p.name for p in self.out.iterdir() if p.stat().st_size > MAX_FILE_BYTES]
                 if oversized:
                     print(f"over {MAX_FILE_BYTES >> 20} MiB, would not come back: {', '.join(oversized)}")

@@ -106,7 +106,7 @@ def decode(obj: Any, _depth: int = 0) -> Any:
     if not isinstance(obj, dict) or len(obj) == 0:
         raise CodecError(f"malformed value: {obj!r:.60}")
     if "__tensor__" in obj:
-        dtype = _DTYPES.get(obj.get("__tensor__"))
+        dtype = _DTYPES.get(obj.get("__tensor__"))  # type: ignore[arg-type]  # None (no name) finds None too
         shape, data = obj.get("shape"), obj.get("data")
         if dtype is None:
             raise CodecError(f"unknown dtype {obj.get('__tensor__')!r:.40}")

@@ -86,6 +86,7 @@ def fallback_source(ex: Exercise, root: Path) -> str:
             if exercise_id({**cell, "source": text}) == ex.id:
                 return clean_source(text)[0]
     module = inspect.getmodule(ex.reference)
+    assert module is not None  # the course's own code: defined in one of its modules
     tree = ast.parse(inspect.getsource(module))
     imports = [
         ast.unparse(n)
@@ -106,12 +107,12 @@ def _with_helpers(ex: Exercise, module, tree: ast.Module) -> list[str]:
 
     def top_of(mod) -> dict:
         if mod.__name__ not in tops:
-            table = {}
+            table: dict[str, ast.stmt] = {}
             for node in ast.parse(inspect.getsource(mod)).body:
                 if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
                     table[node.name] = node
                 elif isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
-                    table.update({t.id: node for t in node.targets})
+                    table.update({t.id: node for t in node.targets})  # type: ignore[attr-defined]  # checked: Names
             tops[mod.__name__] = table
         return tops[mod.__name__]
 

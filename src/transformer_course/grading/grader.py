@@ -26,7 +26,7 @@ import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -171,6 +171,7 @@ def _grade_exercise(g: _Grading, ex: Exercise) -> TestResult:
         return result(["not graded: the submission ran past the total time limit"])
     _run_course_code(g, ex)
     source = g.extracted.sources.get(ex.id)
+    state: str | None  # the report's state: None for the usual one, passed or failed
     if source is None:
         lines, state, passed = ["not attempted: the exercise is missing from the submission"], "not attempted", False
     else:
@@ -272,7 +273,8 @@ def _encode_case(case: registry.Case) -> dict:
 def _encode_input(value: Any) -> Any:
     """A case input as plain data; a given module (chapter 3's decoder step) as its exercise, sizes and weights."""
     if isinstance(value, torch.nn.Module):
-        ex_id, init = value.course_given
+        # course_given: a plain attribute, (exercise, sizes), that the exercise set (ch03._given_step)
+        ex_id, init = cast(tuple, value.course_given)
         return {"__given__": ex_id, "init": encode(tuple(init)), "state": encode(dict(value.state_dict()))}
     if isinstance(value, tuple) and any(isinstance(v, torch.nn.Module) for v in value):
         return {"__seq__": "tuple", "items": [_encode_input(v) for v in value]}
@@ -285,7 +287,7 @@ def _send_given_modules(
     """Define in the worker the classes of the modules that cases take as input (built from the course's code
     of an exercise graded before, never of this one)."""
     for ex_id in dict.fromkeys(
-        c.course_given[0] for case in cases for c in case.args if isinstance(c, torch.nn.Module)
+        cast(tuple, c.course_given)[0] for case in cases for c in case.args if isinstance(c, torch.nn.Module)
     ):
         if ex_id not in worker.given:
             ex = registry.get(ex_id)

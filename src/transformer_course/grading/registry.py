@@ -29,7 +29,7 @@ def _chapter_modules() -> dict[int, str]:
     import pkgutil
     from importlib.util import find_spec
 
-    folder = find_spec(EXERCISES).submodule_search_locations
+    folder = find_spec(EXERCISES).submodule_search_locations  # type: ignore[union-attr]  # always there
     return {
         int(m.name[2:]): f"{EXERCISES}.{m.name}"
         for m in pkgutil.iter_modules(folder)

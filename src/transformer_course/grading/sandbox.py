@@ -98,7 +98,7 @@ class Worker:
         )
         os.close(write_end)
         if info_read is not None:
-            os.close(info_write)
+            os.close(info_write)  # type: ignore[arg-type]  # the other end of info_read's pipe
             self._ns_init = namespace_init(info_read)
         self._channel = read_end
         self._drain = threading.Thread(target=self._drain_output, daemon=True)
@@ -164,6 +164,7 @@ class Worker:
 
     def _drain_output(self) -> None:
         stream = self.proc.stdout
+        assert stream is not None  # stdout=PIPE
         while True:
             chunk = stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536)
             if not chunk:
@@ -178,8 +179,8 @@ class Worker:
         if self.dead:
             return None
         try:
-            self.proc.stdin.write(json.dumps(command).encode() + b"\n")
-            self.proc.stdin.flush()
+            self.proc.stdin.write(json.dumps(command).encode() + b"\n")  # type: ignore[union-attr]  # stdin=PIPE
+            self.proc.stdin.flush()  # type: ignore[union-attr]  # stdin=PIPE
         except (BrokenPipeError, OSError):
             self._gone("the grading process was killed by the submission")
             return None
@@ -237,8 +238,8 @@ class Worker:
         """End the worker and every process it started; remove what it left. Safe to call twice."""
         if self.proc.poll() is None:
             try:
-                self.proc.stdin.write(b'{"op": "quit"}\n')
-                self.proc.stdin.flush()
+                self.proc.stdin.write(b'{"op": "quit"}\n')  # type: ignore[union-attr]  # stdin=PIPE
+                self.proc.stdin.flush()  # type: ignore[union-attr]  # stdin=PIPE
                 self.proc.wait(timeout=1)
             except (OSError, subprocess.TimeoutExpired, ValueError):
                 pass
@@ -260,7 +261,7 @@ class Worker:
         self._wait_for_namespace()
         for stream in (self.proc.stdin,):
             try:
-                stream.close()
+                stream.close()  # type: ignore[union-attr]  # stdin=PIPE
             except OSError:
                 pass
         self._drain.join(timeout=2)

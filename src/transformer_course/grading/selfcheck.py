@@ -51,6 +51,7 @@ def _where(exc: BaseException) -> str:
 
 
 def _describe(exc: BaseException) -> str:
+    text: str | list[str]  # the message, then its lines
     text = exc.msg if isinstance(exc, SyntaxError) else str(exc)
     text = (text or "").strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__

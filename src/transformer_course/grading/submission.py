@@ -201,13 +201,15 @@ def _own_names(tree: ast.AST) -> tuple[set[str], set[str], set[str]]:
 _MODULE_NAMES = {"torch", "nn", "F", "functional", "math", "np", "numpy"}  # the notebooks' own imports
 
 
-def _base_name(node: ast.Attribute) -> str | None:
+def _base_name(node: ast.expr) -> str | None:
     while isinstance(node, ast.Attribute):
         node = node.value
     return node.id if isinstance(node, ast.Name) else None
 
 
-def static_problem(source: str, exercise: registry.Exercise, exercise_names: set[str] = frozenset()) -> str | None:
+def static_problem(
+    source: str, exercise: registry.Exercise, exercise_names: set[str] | frozenset[str] = frozenset()
+) -> str | None:
     """Why an exercise cell is refused before it runs, or None.
 
     It reads the syntax tree, never the text, so comments and strings cost nothing, and a method or

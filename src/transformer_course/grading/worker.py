@@ -68,7 +68,7 @@ def _norm(name: str) -> str:
 class _Watch:
     """Records the forbidden PyTorch built-ins that are called, at the Python level and at the operator level."""
 
-    def __init__(self, forbidden):
+    def __init__(self, forbidden) -> None:
         self.names = set(forbidden)
         self.ops = {_norm(f) for f in forbidden}
         self.seen: list[str] = []

@@ -23,9 +23,13 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
+
+if TYPE_CHECKING:  # for the annotations only: the functions below import translation when they need it
+    from ..translation import TranslationData
 
 __all__ = [
     "KNOWN",
@@ -59,7 +63,7 @@ def reference_run(name: str, folder: Path | None = None) -> dict:
     return json.loads(path.read_text())
 
 
-def load_reference(name: str, data=None, folder: Path | None = None) -> tuple[nn.Module, object, dict]:
+def load_reference(name: str, data=None, folder: Path | None = None) -> tuple[nn.Module, TranslationData, dict]:
     """(model in eval mode on the CPU, its TranslationData, its run), from the stored files (in ``folder``, by
     default this package's).
 
