@@ -54,9 +54,11 @@ TRAINS, LOADS, FREE = 0, 1, 2  # the three waves, in order
 LOADERS = ("03_encoder_decoder", "08_transformer_vs_gru", "04_bahdanau_attention", "09_evaluation")
 
 
-# Test modules whose tests share one costly session fixture (tests/test_gpu.py: the GPU run's pack and dry run, half
-# a minute): one unit, so that the second worker does not sit waiting on the fixture the first is making.
-ONE_UNIT = ("tests/test_gpu.py",)
+# Test modules whose tests share one costly session fixture, and the unit each belongs to: tests/test_gpu.py (the GPU
+# run's pack and dry run, half a minute), and the book's tests (tests/test_book.py and tests/test_browser.py share
+# conftest's book_build, 25 s, made once per worker). One unit each, so that the second worker neither waits on the
+# fixture the first is making nor makes it again.
+ONE_UNIT = {"tests/test_gpu.py": "gpu", "tests/test_book.py": "book", "tests/test_browser.py": "book"}
 
 CHECK = re.compile(r'\bcheck\("\d+\.\d+"')  # a self-check cell: `beam_step = check("9.2", beam_step)`
 
@@ -112,7 +114,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     class NotebookScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
-            return path if path.endswith(".ipynb") or path in ONE_UNIT else nodeid
+            return path if path.endswith(".ipynb") else ONE_UNIT.get(path, nodeid)
 
     return NotebookScheduling(config, log)
 

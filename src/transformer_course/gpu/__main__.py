@@ -19,6 +19,13 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="what", required=True)
     pack = sub.add_parser("pack", help="write the folder the GPU machine needs (Tatoeba as xz, the BPE, a manifest)")
     pack.add_argument("--out", type=Path, default=Path(".gpu"), help="the folder to write (default .gpu)")
+    pack.add_argument(
+        "--preset",
+        type=int,
+        default=6,
+        choices=range(10),
+        help="xz's preset: 0 fast (4.6 MB) to 9 small (default 6: 3.4 MB)",
+    )
     run = sub.add_parser("run", help="measure and train on the GPU, writing every result into --out as it goes")
     run.add_argument("--pack", type=Path, default=Path(".gpu"), help="the folder `pack` wrote (default .gpu)")
     run.add_argument("--out", type=Path, required=True, help="where the results go (at most 8 files)")
@@ -39,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.what == "pack":
         from .pack import pack
 
-        manifest = pack(args.out)
+        manifest = pack(args.out, args.preset)
         size = sum(p.stat().st_size for p in args.out.iterdir())
         print(f"wrote {args.out}/ ({size / 2**20:.1f} MiB): {', '.join(sorted(p.name for p in args.out.iterdir()))}")
         print(f"tokenizer {manifest['tokenizer']['file']}, commit {manifest['course_commit']}")

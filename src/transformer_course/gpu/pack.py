@@ -44,12 +44,13 @@ def encoded_digest(data) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def _compressed_tatoeba() -> Path:
-    """spa.tsv compressed with xz, made once per model cache (compressing takes about 10 s; reading it back 0.3 s)."""
+def _compressed_tatoeba(preset: int = 6) -> Path:
+    """spa.tsv compressed with xz, made once per model cache and preset (preset 6: 3.4 MB, 10 s to compress; 0: 4.6
+    MB, under a second, what the tests use; reading it back takes 0.3 s either way)."""
     from ..data.tatoeba import SPA_TSV_SHA256, check_file, spa_tsv_path
     from ..model_cache import cache_dir
 
-    target = cache_dir() / f"spa-{SPA_TSV_SHA256[:12]}.tsv.xz"
+    target = cache_dir() / f"spa-{SPA_TSV_SHA256[:12]}-xz{preset}.tsv.xz"
     if target.is_file():
         try:
             check_file(target)
@@ -60,7 +61,7 @@ def _compressed_tatoeba() -> Path:
     check_file(source)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".tmp{os.getpid()}-{target.name}")  # ends in .xz, so check_file decompresses it
-    tmp.write_bytes(lzma.compress(source.read_bytes(), preset=6))
+    tmp.write_bytes(lzma.compress(source.read_bytes(), preset=preset))
     check_file(tmp)  # read back: the content's checksum must hold
     tmp.replace(target)
     return target
@@ -76,8 +77,9 @@ def _commit() -> str | None:
     return out.stdout.strip() or None
 
 
-def pack(out: Path) -> dict:
-    """Write the pack into ``out`` (created; files of an earlier pack are replaced) and return its manifest."""
+def pack(out: Path, preset: int = 6) -> dict:
+    """Write the pack into ``out`` (created; files of an earlier pack are replaced) and return its manifest.
+    ``preset``: xz's, 0 (fast) to 9 (small)."""
     import tokenizers
     import torch
 
@@ -92,7 +94,7 @@ def pack(out: Path) -> dict:
     data = data_for(typed(CONFIGS["transformer-gpu"]))  # learns the tokenizer here if it was not yet
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(_compressed_tatoeba(), out / TATOEBA)
+    shutil.copyfile(_compressed_tatoeba(preset), out / TATOEBA)
     tokenizer = tokenizer_file(VOCAB_SIZE)
     for old in out.glob("bpe-*.json"):
         old.unlink()
