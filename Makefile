@@ -18,6 +18,8 @@ export OMP_WAIT_POLICY ?= PASSIVE
 # Test processes in parallel (pytest-xdist): CI has 2 cores; `make test JOBS=8` on a bigger machine.
 # One BLAS/OpenMP thread per process, so that parallel processes do not fight over the cores.
 JOBS ?= 2
+# The slowest tests listed at the end of make test (DURATIONS=0: every test, to see where the time goes).
+DURATIONS ?= 25
 # Notebook kernels get the course's two threads (tests/schedule.py): notebooks are what a student runs.
 TEST_ENV := OMP_NUM_THREADS=1 NOTEBOOK_THREADS=2
 
@@ -77,7 +79,7 @@ test-book: $(STAMP)
 # Unit tests (the book build among them: tests/test_book.py) and both sets of notebooks in one session, so that
 # two workers stay busy to the end.
 test: lint
-	$(TEST_ENV) $(BIN)/python -m pytest -n $(JOBS) $(NBVAL) --durations=25 tests solutions notebooks
+	$(TEST_ENV) $(BIN)/python -m pytest -n $(JOBS) $(NBVAL) --durations=$(DURATIONS) tests solutions notebooks
 
 # The linter and the formatter (configuration in pyproject.toml): unused and undefined names, import order,
 # whitespace, bugbear's likely bugs, blind excepts, outdated syntax, unused noqa; in the package, the tests, the
