@@ -36,6 +36,7 @@ from urllib.parse import unquote, urljoin, urlsplit
 import pytest
 
 from test_figures import ALT_TEXT_CHAPTERS, alt_text_problem
+from test_release import CODE_COLUMN
 
 CHROMIUM = next(
     (
@@ -75,8 +76,9 @@ def browser():
         )
         offline = []
 
-        def cut_off(route):  # the network is off: only this machine answers
-            if urlsplit(route.request.url).hostname not in LOCAL:
+        def cut_off(route):  # the network is off: only this machine answers (a server of its own, or its files)
+            url = urlsplit(route.request.url)
+            if url.scheme != "file" and url.hostname not in LOCAL:
                 offline.append(route.request.url)
                 return route.abort("internetdisconnected")
             return route.continue_()
@@ -266,6 +268,228 @@ def test_the_menu_button_opens_the_navigation_on_a_phone(site, browser):
     link.click()
     page.wait_for_url(re.compile(r"06_multihead_attention\.html"))
     page.close()
+
+
+# --- the reader's page at every width (issue: nothing cut off, labels readable, search from a file, accessibility) ---
+
+PHONE = 400
+# The figures' shrink limits on a phone (book/_static/course.js): a diagram is shown at its size, a plot at 80 %.
+MAX_SHRINK = {"svg": 1.0, "png": 1.25}
+LEAST_MATH = 0.8  # course.js: how much smaller a display equation may be drawn on a phone
+SMALLEST_LABEL = 8.0  # px: the smallest text of a code-drawn diagram, on a phone, in chapters 5, 8 and 9
+
+LAYOUT = """() => {
+  const over = (e, slack = 1) => e.scrollWidth > e.clientWidth + slack;
+  const equations = [...document.querySelectorAll('mjx-container[display="true"]')].map(c => {
+    const svg = c.querySelector('svg');
+    return {width: Math.round(svg ? svg.getBoundingClientRect().width : 0), box: Math.round(c.clientWidth),
+            scale: parseFloat(getComputedStyle(c).fontSize) / parseFloat(getComputedStyle(c.parentElement).fontSize),
+            text: ((c.closest('.math') || c).textContent || '').trim().slice(0, 50)};
+  });
+  const code = [...document.querySelectorAll('article pre')].filter(p => over(p))
+    .map(p => p.textContent.trim().slice(0, 50));
+  const figures = [...document.querySelectorAll('div.cell_output img, div.output img')]
+    .filter(i => i.naturalWidth > 0).map(i => {
+      const box = i.parentElement;
+      return {src: i.getAttribute('src'), natural: i.naturalWidth, shown: i.getBoundingClientRect().width,
+              scrolls: ['auto', 'scroll'].includes(getComputedStyle(box).overflowX) || !over(box)};
+    });
+  // How many characters a line of a code cell holds before it wraps (wrapped lines restart at column 0).
+  let columns = null;
+  const cell = document.querySelector('div.cell_input pre');
+  if (cell) {
+    const probe = document.createElement('span');
+    probe.textContent = 'x'.repeat(200);
+    cell.appendChild(probe);
+    const style = getComputedStyle(cell);
+    const inner = cell.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    columns = Math.floor(inner / (probe.getBoundingClientRect().width / 200));
+    probe.remove();
+  }
+  return {page: document.documentElement.scrollWidth, viewport: window.innerWidth, equations, code, figures, columns};
+}"""
+
+
+def _open(page, url: str) -> None:
+    page.goto(url, wait_until="load")
+    _wait_for_math(page)
+    page.wait_for_function("() => [...document.images].every(i => i.complete)")
+
+
+def test_nothing_is_cut_off_at_1280_px_or_on_a_phone(site, browser):
+    # Every display equation fits its column: at 1280 px at its own size, on a phone at LEAST_MATH of it or more
+    # (long ones are stacked over lines where they are written; course.js draws a wide one smaller on a phone).
+    # No code block scrolls sideways, and a code cell's line holds CODE_COLUMN characters at 1280 px (no notebook's
+    # code line is longer: test_release), so that no line of code wraps. On a 400 px phone the page itself never
+    # scrolls sideways: a figure wider than the column scrolls inside its own box, and keeps at least 1 / MAX_SHRINK
+    # of its size. Every page of the book.
+    html, base = site
+    page = browser.new_page()
+    problems, equations, figures = [], 0, 0
+    for width in (1280, PHONE):
+        page.set_viewport_size({"width": width, "height": 900})
+        for path in _pages(html):
+            if path.name in ("search.html", "genindex.html", "index.html"):
+                continue
+            name = path.relative_to(html).as_posix()
+            _open(page, urljoin(base, name))
+            layout = page.evaluate(LAYOUT)
+            if layout["page"] > layout["viewport"]:
+                problems.append(f"{width} px, {name}: the page scrolls sideways ({layout['page']} px)")
+            problems += [f"{width} px, {name}: code block scrolls: {c!r}" for c in layout["code"]]
+            if width == 1280 and layout["columns"] is not None and layout["columns"] < CODE_COLUMN:
+                # test_release checks that no code line of a notebook is longer than CODE_COLUMN characters
+                problems.append(f"1280 px, {name}: a code cell's line holds {layout['columns']} characters")
+            for e in layout["equations"]:
+                equations += 1
+                if e["width"] > e["box"] + 1:
+                    problems.append(f"{width} px, {name}: equation {e['width']} px in {e['box']} px: {e['text']!r}")
+                if e["scale"] < LEAST_MATH - 0.01:
+                    problems.append(
+                        f"{width} px, {name}: equation drawn at {e['scale']:.2f} of its size: {e['text']!r}"
+                    )
+            for f in layout["figures"]:
+                figures += 1
+                kind = "svg" if f["src"].endswith(".svg") else "png"
+                if width == PHONE and f["natural"] / f["shown"] > MAX_SHRINK[kind] + 0.01:
+                    problems.append(f"{name}: a figure shrunk {f['natural'] / f['shown']:.2f} times on a phone")
+                if not f["scrolls"]:
+                    problems.append(f"{width} px, {name}: a figure overflows a box that does not scroll")
+    page.close()
+    assert equations > 60 and figures > 100, (equations, figures)  # the pages were read (at both widths)
+    assert not problems, f"{len(problems)}: " + "; ".join(problems[:15])
+
+
+@pytest.mark.parametrize("chapter", ["05_self_attention", "08_transformer", "09_evaluation"])
+def test_labels_are_readable_on_a_phone_and_chapter_9s_maps_are_shown_whole(site, browser, chapter):
+    # On a phone: the smallest text of every code-drawn diagram (its SVG font sizes, in the units of its viewBox,
+    # times the shown width over the viewBox's) is at least SMALLEST_LABEL px. At 1280 px the attention maps of
+    # chapter 9 are shown at their own size, whose labels the notebook sizes at 9 px or more (it asserts so).
+    _, base = site
+    page = browser.new_page()
+    page.set_viewport_size({"width": PHONE, "height": 900})
+    _open(page, base + f"solutions/{chapter}.html")
+    labels = page.evaluate("""async () => {
+      const out = [];
+      for (const img of document.querySelectorAll('div.cell_output img[src$=".svg"], div.output img[src$=".svg"]')) {
+        const text = await (await fetch(img.src)).text();
+        const viewBox = text.match(/viewBox="[\\d.]+ [\\d.]+ ([\\d.]+)/);
+        const sizes = [...text.matchAll(/font-size: ?([\\d.]+)px/g)].map(m => parseFloat(m[1]));
+        if (viewBox && sizes.length)
+          out.push({src: img.getAttribute('src'), px: Math.min(...sizes) * img.getBoundingClientRect().width /
+                    parseFloat(viewBox[1])});
+      }
+      return out;
+    }""")
+    page.set_viewport_size({"width": 1280, "height": 900})
+    _open(page, base + f"solutions/{chapter}.html")
+    shrunk = page.evaluate(
+        "() => [...document.querySelectorAll('div.cell_output img')].filter(i => i.naturalWidth > 0)"
+        ".filter(i => i.naturalWidth / i.getBoundingClientRect().width > 1.01).length"
+    )
+    page.close()
+    if chapter != "09_evaluation":
+        assert labels, "no diagram found"
+    small = [f"{label['src']}: {label['px']:.1f} px" for label in labels if label["px"] < SMALLEST_LABEL]
+    assert not small, small
+    if chapter == "09_evaluation":
+        assert shrunk == 0, f"{shrunk} of chapter 9's figures are shrunk at 1280 px"
+
+
+# Pages that hold every kind of element the book has: prose, tables and lists, code cells and their outputs, figures,
+# the search page. axe's colour-contrast rule reads every element's colours (the syntax highlighting's thousands of
+# spans): 10 s on a chapter, so it runs on these; every other rule runs on every page.
+CONTRAST_PAGES = (
+    "book/preface.html",
+    "book/exercises.html",
+    "book/instructor.html",
+    "search.html",
+    "solutions/05_self_attention.html",
+    "solutions/09_evaluation.html",
+)
+
+
+def test_no_serious_accessibility_fault_on_any_page(site, browser):
+    # axe-core (the copy that axe-playwright-python ships, pinned with the dev extra), run in the page: no serious
+    # or critical violation, on every page at 1280 px (colour contrast on CONTRAST_PAGES) and on those pages on a
+    # phone, where the navigation, the wide figures and tables are laid out otherwise (in boxes that scroll).
+    axe = pytest.importorskip("axe_playwright_python", reason="the dev extra's axe-playwright-python: `make venv`")
+    script = (Path(axe.__file__).parent / "axe.min.js").read_text(encoding="utf-8")
+    html, base = site
+    page = browser.new_page()
+    faults, checked = [], 0
+    names = [p.relative_to(html).as_posix() for p in _pages(html) if p.name not in ("genindex.html", "index.html")]
+    for width, pages in ((1280, names), (PHONE, CONTRAST_PAGES)):
+        page.set_viewport_size({"width": width, "height": 900})
+        for name in pages:
+            page.goto(urljoin(base, name), wait_until="load")
+            page.add_script_tag(content=script)
+            options = {"resultTypes": ["violations"]}
+            if width == PHONE or name not in CONTRAST_PAGES:  # a phone shows the same colours
+                options["rules"] = {"color-contrast": {"enabled": False}}
+            result = page.evaluate("(options) => axe.run(document, options)", options)
+            checked += 1
+            faults += [
+                f"{width} px, {name}: {v['impact']} {v['id']} ({len(v['nodes'])}x, e.g. {v['nodes'][0]['target']})"
+                for v in result["violations"]
+                if v["impact"] in ("serious", "critical")
+            ]
+    search = page.evaluate(
+        "() => [...document.querySelectorAll('button.search-button-field')].map(b => [b.textContent.replace(/\\s+/g,"
+        " ' ').trim(), b.getAttribute('aria-label')])"
+    )
+    page.close()
+    assert checked >= 20 and not faults, faults
+    assert search and all(label == shown for shown, label in search), search  # its name says what it shows
+
+
+def test_from_a_file_search_and_icons_work_without_errors(book_build, browser):
+    # The README tells readers to open _build/html/ from disk: a page and the search page, from file:// URLs, log no
+    # error (no refused font, no refused fetch, no theme-mode complaint), the icons are drawn, and search results
+    # come with their summaries.
+    _, html = book_build
+    page = browser.new_page()
+    errors = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.set_viewport_size({"width": PHONE, "height": 900})
+    page.goto((html / "solutions" / "05_self_attention.html").as_uri(), wait_until="load")
+    page.wait_for_timeout(500)
+    icons = page.evaluate("() => document.querySelectorAll('button.primary-toggle svg').length")
+    page.goto((html / "search.html").as_uri() + "?q=attention", wait_until="load")
+    page.wait_for_function("() => document.querySelectorAll('#search-results li').length >= 5", timeout=60_000)
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('#search-results li')].slice(0, 5).every(li => li.querySelector('p'))",
+        timeout=60_000,
+    )
+    summaries = page.evaluate(
+        "() => [...document.querySelectorAll('#search-results li p')].slice(0, 5).map(p => p.textContent)"
+    )
+    page.close()
+    assert icons >= 1, "the menu button has no icon"
+    assert all("attention" in s.lower() for s in summaries), summaries
+    assert not errors, errors
+
+
+def test_a_phone_drawer_closes_once_a_link_in_it_is_followed_and_the_book_has_its_icon(site, browser):
+    _, base = site
+    page = browser.new_page()
+    missing = []
+    page.on("response", lambda r: missing.append(r.url) if r.status == 404 else None)
+    page.set_viewport_size({"width": PHONE, "height": 800})
+    page.goto(base + "solutions/05_self_attention.html", wait_until="load")
+    page.locator("button.secondary-toggle:visible").first.click()  # this page's sections
+    page.wait_for_timeout(500)
+    assert page.evaluate("() => document.getElementById('pst-secondary-sidebar-checkbox').checked")
+    page.locator(".bd-sidebar-secondary a.nav-link").nth(2).click()
+    page.wait_for_timeout(500)
+    closed = page.evaluate("() => !document.getElementById('pst-secondary-sidebar-checkbox').checked")
+    icon = page.evaluate(
+        "() => document.querySelector('link[rel~=icon]') && document.querySelector('link[rel~=icon]').href"
+    )
+    page.close()
+    assert closed, "the drawer stayed open over the page after its link was followed"
+    assert icon and not missing, missing  # no favicon.ico asked for in vain
 
 
 # --- the student ----------------------------------------------------------------------------------------------

@@ -362,7 +362,11 @@ def test_missing_sandbox_is_a_clear_warning_or_error(course_root, monkeypatch):
     with pytest.raises(isolation.IsolationError, match="bubblewrap"):
         isolation.resolve("bwrap")
     mode, warning = isolation.resolve("auto")
-    assert mode == "process" and "WARNING" in warning
+    assert mode == "process" and "WARNING" in warning and "bubblewrap is not available" in warning
+    monkeypatch.setattr(isolation, "_bwrap_works", True)  # installed, and the process mode chosen all the same
+    mode, warning = isolation.resolve("process")
+    assert mode == "process" and "--isolation process was chosen" in warning and "not available" not in warning
+    monkeypatch.setattr(isolation, "_bwrap_works", False)
     report = grade_notebook(course_root / "notebooks" / CHAPTER, course_root, isolation="auto")
     assert "WARNING" in report.markdown() and report.score == 0
 

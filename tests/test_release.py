@@ -8,6 +8,10 @@ import pytest
 from transformer_course.authoring.release import make_student, release, render
 from transformer_course.grading.cells import MarkerError, blank_solution, exercise_id
 
+# The characters a line of a code cell holds in the book at 1280 px (measured by test_browser): a longer line wraps
+# and its rest starts at column 0, mid-expression.
+CODE_COLUMN = 100
+
 
 def test_notebooks_are_in_sync_with_solutions(course_root):
     stale = release(course_root, check_only=True)
@@ -176,3 +180,13 @@ def test_every_chapter_keeps_its_exercises_in_one_notebook_that_exists(course_ro
             cells = json.loads((course_root / "solutions" / other).read_text())["cells"]
             found = [exercise_id({**c, "source": "".join(c["source"])}) for c in cells]
             assert not any(found), f"{other} holds exercise cells; chapter {chapter}'s belong in {name}"
+
+
+def test_every_line_of_code_fits_the_books_column(course_root):
+    long = []
+    for path in sorted((course_root / "solutions").glob("*.ipynb")):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            if cell["cell_type"] == "code":
+                lines = "".join(cell["source"]).splitlines()
+                long += [f"{path.name} {cell.get('id')}: {line[:60]!r}" for line in lines if len(line) > CODE_COLUMN]
+    assert not long, f"{len(long)} code lines longer than {CODE_COLUMN} characters: " + "; ".join(long[:10])

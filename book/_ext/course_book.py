@@ -10,12 +10,26 @@ beyond Jupyter Book's defaults, in configuration rather than in patched theme fi
   declared" on every page.
 - The bibliography is labelled author-year ("Vaswani et al., 2017"), the style of the citations in
   the text, instead of pybtex's alpha labels ("VSP+17").
-- book/_static/course.css: the layout (a wider reading column, code and outputs that wrap).
+- book/_static/course.css: the layout (a wider reading column, code and outputs that wrap); course.js: the reading
+  aids (accessible names, figures on a phone, the drawers, search from a file).
+- From a file:// URL the book works as it does when served: the theme's layout (book/_templates/layout.html) drops
+  the preload of the icon fonts (Font Awesome draws its icons as inline SVG; each preload was a cross-origin error
+  from a file), and course-search-text.js holds each page's text for the search page's summaries (course.js answers
+  the search's requests from it, which browsers refuse from files).
+- A change to the book's own CSS, scripts, templates or this extension rebuilds every page: Sphinx copies static
+  files only when some page is out of date, so an edit to course.css alone left the old copy in _build.
+- The bibliography's entries are list items for assistive technology (role="listitem", not the deprecated
+  doc-biblioentry).
+- The theme starts in its automatic light/dark mode (without a default it logged "Got invalid theme mode").
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import re
 import shutil
+from html.parser import HTMLParser
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -118,10 +132,95 @@ def register_author_year_style() -> None:
     register_plugin("pybtex.style.formatting", "course_author_year", AuthorYearStyle, force=True)
 
 
+def default_theme_mode(app, config) -> None:
+    config.html_context.setdefault("default_mode", "auto")  # pydata-sphinx-theme reads it from the context
+
+
+class _MainText(HTMLParser):
+    """The text of a page's main content (role="main"), without scripts, styles and heading links."""
+
+    SKIP = {"script", "style"}
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.depth, self.skipping, self.parts = 0, 0, []
+
+    def handle_starttag(self, tag, attrs) -> None:
+        attrs = dict(attrs)
+        if self.depth:
+            self.depth += tag not in ("br", "img", "hr", "input", "meta", "link", "wbr")
+            if tag in self.SKIP or "headerlink" in (attrs.get("class") or ""):
+                self.skipping += 1
+        elif attrs.get("role") == "main":
+            self.depth = 1
+
+    def handle_startendtag(self, tag, attrs) -> None:
+        pass  # <br/>, <img/>: no text, and nothing to close
+
+    def handle_endtag(self, tag) -> None:
+        if self.depth:
+            if self.skipping and (tag in self.SKIP or tag == "a"):
+                self.skipping -= 1
+            self.depth -= 1
+
+    def handle_data(self, data) -> None:
+        if self.depth and not self.skipping:
+            self.parts.append(data)
+
+
+def write_search_text(app, exception) -> None:
+    """course-search-text.js: every page's main text, which the search page shows summaries from."""
+    if exception is not None or app.builder.format != "html":
+        return
+    out = Path(app.outdir)
+    texts = {}
+    for page in sorted(out.rglob("*.html")):
+        relative = page.relative_to(out).as_posix()
+        if relative.startswith("_") or relative in ("search.html", "genindex.html"):
+            continue
+        parser = _MainText()
+        parser.feed(page.read_text(encoding="utf-8"))
+        texts[relative] = re.sub(r"\s+", " ", "".join(parser.parts)).strip()
+    payload = json.dumps(texts, ensure_ascii=False).replace("</", "<\\/")
+    (out / "_static" / "course-search-text.js").write_text(f"window.COURSE_PAGE_TEXT = {payload};\n", encoding="utf-8")
+
+
+def _assets_digest() -> str:
+    digest = hashlib.sha256()
+    for folder in (STATIC, HERE.parent / "_templates"):
+        for path in sorted(folder.rglob("*")):
+            if path.is_file():
+                digest.update(path.name.encode() + path.read_bytes())
+    digest.update(Path(__file__).read_bytes())
+    return digest.hexdigest()
+
+
+def rebuild_when_assets_change(app, env, added, changed, removed) -> list[str]:
+    """Every page is out of date when the book's own assets changed since the last build (digest kept in env)."""
+    digest = _assets_digest()
+    if getattr(env, "course_assets_digest", None) == digest:
+        return []
+    env.course_assets_digest = digest
+    return sorted(env.found_docs)
+
+
+def bibliography_entries_are_list_items(app, pagename, templatename, context, doctree) -> None:
+    """docutils writes the bibliography as role="list" holding role="doc-biblioentry" entries, a role that ARIA 1.2
+    deprecated and that assistive technology (and axe-core: a critical fault) does not count as a list's item."""
+    body = context.get("body")
+    if body and 'role="doc-biblioentry"' in body:
+        context["body"] = body.replace('role="doc-biblioentry"', 'role="listitem"')
+
+
 def setup(app):
     register_author_year_style()
     app.connect("config-inited", use_local_mathjax)
+    app.connect("config-inited", default_theme_mode)
+    app.connect("build-finished", write_search_text)
+    app.connect("env-get-outdated", rebuild_when_assets_change)
     app.connect("builder-inited", stage_mathjax)
     app.connect("html-page-context", one_copy_of_each_script, priority=900)
+    app.connect("html-page-context", bibliography_entries_are_list_items)
     app.add_css_file("course.css")
+    app.add_js_file("course.js")
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

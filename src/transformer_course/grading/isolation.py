@@ -56,8 +56,9 @@ def resolve(mode: str) -> Isolation:
             "--isolation bwrap: bubblewrap is not installed or cannot create namespaces here "
             "(apt-get install bubblewrap)"
         )
+    why = "--isolation process was chosen" if mode == "process" else "bubblewrap is not available here"
     return Isolation(
         "process",
-        "WARNING: graded without a sandbox (bubblewrap is not available): the submission's code ran "
+        f"WARNING: graded without a sandbox ({why}): the submission's code ran "
         "as the grader's user and could read the course's files; limits and clean-up still applied",
     )
