@@ -3,13 +3,18 @@
 The generic tests run over every registered exercise of every chapter.
 """
 
+import ast
 import dataclasses
+import json
+import re
+import textwrap
 
 import pytest
 import torch
 
 from transformer_course import attention as ref
 from transformer_course.grading import check, registry, selfcheck
+from transformer_course.grading.cells import exercise_id as cell_exercise
 from transformer_course.grading.codec import encode
 from transformer_course.grading.selfcheck import evaluate
 
@@ -66,6 +71,46 @@ def test_each_known_mistake_fails_with_its_own_hint(exercise_id, index, capsys, 
     check(exercise_id, mistake.implementation)
     again = capsys.readouterr().out
     assert mistake.hint in again and "The idea:" not in again
+
+
+SEEDS = range(20)  # the grader draws its hidden cases from a fresh seed on every run
+
+
+def _caught(ex, answer, cases) -> bool:
+    """Whether some case fails the answer (an exception counts: the grader fails it too)."""
+    for case in cases:
+        try:
+            if registry.verdict(ex, case, registry.run_case(ex, answer, case)) is not None:
+                return True
+        except Exception:  # noqa: BLE001 - any error is a failed case
+            return True
+    return False
+
+
+@pytest.mark.parametrize("exercise_id", [e for e in EXERCISES if registry.get(e).judge is None])
+def test_every_known_mistake_is_caught_whatever_the_seed(exercise_id):
+    # A fixed edge case catches each known mistake, so a wrong answer never passes by the luck of the draw
+    # (the public self-check's seed, the grader's per-run seeds: each draw has the boundary case).
+    ex = registry.get(exercise_id)
+    draws = {seed: ex.cases(seed) for seed in SEEDS}
+    missed = [(m.hint[:60], s) for m in ex.mistakes for s in SEEDS if not _caught(ex, m.implementation, draws[s])]
+    assert not missed, missed
+
+
+def test_the_beam_steps_off_by_one_is_caught_whatever_the_seed():
+    # Exercise 9.2 with `rank <= beam_size` (a candidate that ends in <eos> just after the best K finishes too)
+    # passed the self-check every time and the grader 9 times in 15; every wrong beam step of
+    # tests/wrong_answers/ch09.py, as the student's code, now fails on every seed.
+    from wrong_answers.ch09 import WRONG_ROUNDS
+
+    ex = registry.get("9.2")
+    answers = [r["9.2"] for r in WRONG_ROUNDS if "9.2" in r]
+    assert any("rank <= beam_size" in a for a in answers)
+    draws = [ex.cases(seed) for seed in SEEDS]
+    for code in answers:
+        namespace = {"torch": torch}
+        exec(compile(code, "<wrong answer>", "exec"), namespace)
+        assert all(_caught(ex, namespace["beam_step"], cases) for cases in draws), code
 
 
 @pytest.mark.parametrize("exercise_id", EXERCISES)
@@ -302,3 +347,88 @@ def test_a_judged_exercise_may_use_autograd_and_an_implementation_may_not_need_i
     assert registry.run_case(judged, needs_grad, registry.Case("c")) == 4.0
     compared = dataclasses.replace(judged, id="0.7", judge=None)
     assert registry.run_case(compared, lambda: torch.ones(1).requires_grad, registry.Case("c")) is False
+
+
+def _verdicts_on_the_exercises_page(course_root) -> list[str]:
+    text = (course_root / "book" / "exercises.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```text\n(.*?)```", text, flags=re.S)
+    return [b for b in blocks if b.startswith("❌ Exercise") and "checks;" in b]
+
+
+def test_the_verdicts_the_exercises_page_shows_are_what_a_check_prints(course_root, capsys, monkeypatch):
+    # book/exercises.md shows three verdicts: 5.3 with the mask ignored, failing once (the idea) and again (the
+    # hint), and 1.4 answered with the gain 1. Each block is what `check` prints, line for line, from its start.
+    monkeypatch.setattr(selfcheck, "_FAILURES", {})
+    ignored = next(m for m in registry.get("5.3").mistakes if "ignored" in m.hint).implementation
+    printed = []
+    for exercise_id, answer in (("5.3", ignored), ("5.3", ignored), ("1.4", lambda *args, **kwargs: 1.0)):
+        check(exercise_id, answer)
+        printed.append(capsys.readouterr().out)
+    shown = _verdicts_on_the_exercises_page(course_root)
+    assert len(shown) == 3
+    for block, out in zip(shown, printed):
+        assert out.startswith(block), (block, out)
+    assert "passed 1 of 4 checks" in shown[0] and "Failed as well" in shown[0]  # every case tried and counted
+
+
+# --- no hint hands over the solution ---------------------------------------------------------------------------
+
+_CODE_CALL = re.compile(r"(?:[A-Za-z_][\w.]*)?\.(\w+)\(([^()]*(?:\([^()]*\)[^()]*)*)\)")  # x.f(args), torch.cat(...)
+
+
+def _call_shape(method: str, args: str) -> str:
+    # the call with its arguments, any names in them abstracted: a hint that spells the solution's call with
+    # other variable names (h for n_heads) still hands it over
+    return method + "(" + re.sub(r"[A-Za-z_]\w*", "_", re.sub(r"\s+", "", args)) + ")"
+
+
+def _solution_calls(source: str) -> set[str]:
+    """The method calls with arguments in an exercise cell's solution blocks, as _call_shape."""
+    body, inside = [], False
+    for line in source.splitlines():
+        if "### BEGIN SOLUTION" in line or "### END SOLUTION" in line:
+            inside = "BEGIN" in line
+        elif inside:
+            body.append(line)
+    tree = ast.parse(textwrap.dedent("\n".join(body)))
+    code = textwrap.dedent("\n".join(body))
+    calls = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (node.args or node.keywords):
+            args = ", ".join(ast.get_source_segment(code, a) for a in [*node.args, *node.keywords])
+            calls.add(_call_shape(node.func.attr, args))
+    return calls
+
+
+def _exercise_solutions(course_root) -> dict[str, str]:
+    sources = {}
+    for path in sorted((course_root / "solutions").glob("*.ipynb")):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            exercise = cell_exercise({**cell, "source": "".join(cell.get("source", ""))})
+            if exercise and "### BEGIN SOLUTION" in "".join(cell["source"]):
+                sources[exercise] = "".join(cell["source"])
+    return sources
+
+
+def test_no_hint_contains_the_solutions_code(course_root):
+    # The exercises page promises that no hint contains the solution's code: a hint may name an axis, a shape or a
+    # formula, but not a call of the solution with its arguments (6.1's "x.reshape(B, T, h, d_k) ... .transpose(1,
+    # 2)" did). Every hint of every exercise, against the method calls of that exercise's solution.
+    solutions = _exercise_solutions(course_root)
+    assert len(solutions) >= 30
+    handed_over = []
+    for exercise, source in solutions.items():
+        calls = _solution_calls(source)
+        for mistake in registry.get(exercise).mistakes:
+            shown = {_call_shape(m.group(1), m.group(2)) for m in _CODE_CALL.finditer(mistake.hint)}
+            handed_over += [f"{exercise}: {call} in {mistake.hint[:70]!r}" for call in sorted(shown & calls)]
+    assert not handed_over, handed_over
+
+
+def test_the_hint_check_recognises_a_solution_call_under_other_names():
+    calls = _solution_calls(
+        "    ### BEGIN SOLUTION\n    return x.reshape(B, T, n_heads, d_k).transpose(1, 2)\n    ### END SOLUTION\n"
+    )
+    assert calls == {"reshape(_,_,_,_)", "transpose(1,2)"}
+    hint = "Split the last axis, x.reshape(B, T, h, d_k), then add .transpose(1, 2)."
+    assert {_call_shape(m.group(1), m.group(2)) for m in _CODE_CALL.finditer(hint)} == calls

@@ -140,4 +140,14 @@ WRONG_ROUNDS = [
         # <bos> taken to be token 0: the search starts from row 1, which ends at once, as the beam does
         "9.3": _trap(bos=0),
     },
+    {
+        # the off-by-one at the beam's edge: `rank <= beam_size` also finishes the candidate just after the best K
+        "9.2": _STEP
+        + (
+            "    top, index = (scores[:, None] + logp).flatten().topk(min(2 * beam_size, n * V))\n"
+            "    beams, tokens = (index // V).tolist(), (index % V).tolist()\n"
+        )
+        + _SELECT.replace("rank < beam_size", "rank <= beam_size")
+        + _STEP_RETURN,
+    },
 ]

@@ -370,8 +370,8 @@ register(
         mistakes=(
             Mistake(
                 "the heads are split along the wrong axis: reshaping (B, T, d_model) straight to (B, h, T, d_k) mixes "
-                "positions into the heads. Split the last axis, x.reshape(B, T, h, d_k), then swap T and h with "
-                ".transpose(1, 2).",
+                "positions into the heads. Cut the feature axis into h blocks of d_k while the positions still come "
+                "first, then move the head axis in front of the positions.",
                 _split_wrong_axis,
             ),
             Mistake(
@@ -380,7 +380,7 @@ register(
                 _split_interleaved,
             ),
             Mistake(
-                "the head axis must come before the time axis: (B, h, T, d_k). Add .transpose(1, 2).",
+                "the head axis must come before the time axis: (B, h, T, d_k). Swap those two axes.",
                 _split_no_transpose,
             ),
         ),
@@ -397,7 +397,8 @@ register(
         mistakes=(
             Mistake(
                 "the heads are merged along the wrong axis: reshaping (B, h, T, d_k) straight to (B, T, h * d_k) mixes "
-                "positions and heads. First .transpose(1, 2) back to (B, T, h, d_k), then reshape.",
+                "positions and heads. First bring the positions back in front of the heads, (B, T, h, d_k), then "
+                "join the last two axes.",
                 _merge_no_transpose,
             ),
             Mistake(
@@ -438,7 +439,7 @@ register(
             Mistake("the scores are not divided by sqrt(d_k).", _MHAUnscaled),
             Mistake(
                 "a 3-D mask (B, T_q, T_k) or (B, 1, T_k) has no head axis, so against the scores (B, h, T_q, T_k) its batch "
-                "axis lines up with the heads. Give it one first: mask.unsqueeze(1).",
+                "axis lines up with the heads. Give it a head axis of size 1, right after the batch axis.",
                 _MHAMaskWithoutHeadAxis,
             ),
             Mistake(

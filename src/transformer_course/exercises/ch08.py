@@ -740,8 +740,8 @@ register(
                 _ForwardNotShifted,
             ),
             Mistake(
-                "the targets are shifted the wrong way: put <bos> in front and drop the last token, "
-                "torch.cat([bos, tgt[:, :-1]], dim=1).",
+                "the targets are shifted the wrong way: the decoder reads <bos> followed by every target token but "
+                "the last.",
                 _ForwardShiftedLeft,
             ),
             Mistake("the first decoder input must be <bos> (self.bos_id), not <pad>.", _ForwardPadShiftedIn),

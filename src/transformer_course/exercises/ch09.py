@@ -99,7 +99,24 @@ def _beam_eos_dropped(prefixes, scores, logp, beam_size, eos_id):
     return (live, live_scores), ((), logp.new_zeros(0))
 
 
-_BEAM_MISTAKES = (_beam_per_beam, _beam_not_accumulated, _beam_finished_expanded, _beam_top_k_only, _beam_eos_dropped)
+def _beam_eos_past_k(prefixes, scores, logp, beam_size, eos_id):
+    # the off-by-one `rank <= beam_size`: a candidate that ends in <eos> just after the best K finishes as well
+    (live, live_scores), _ = ref.beam_step(prefixes, scores, logp, beam_size, eos_id)
+    vocab = logp.shape[1]
+    top, index = (scores[:, None] + logp).flatten().topk(min(beam_size + 1, logp.numel()))
+    done = [r for r, i in enumerate(index.tolist()) if i % vocab == eos_id]
+    finished = tuple(tuple(prefixes[index[r].item() // vocab]) + (eos_id,) for r in done)
+    return (live, live_scores), (finished, top[torch.tensor(done, dtype=torch.long)])
+
+
+_BEAM_MISTAKES = (
+    _beam_per_beam,
+    _beam_not_accumulated,
+    _beam_finished_expanded,
+    _beam_top_k_only,
+    _beam_eos_dropped,
+    _beam_eos_past_k,
+)
 
 
 def _differs(a, b) -> bool:
@@ -167,6 +184,15 @@ def _beam_cases(g: torch.Generator) -> list[Case]:
             6,
             3,
             lambda e, w: len(e[1][0]) == 2,
+        ),
+        _beam_case(  # the boundary: an off-by-one (rank <= K) finishes it too
+            g,
+            "3 live hypotheses of 2 tokens, beam 3, V = 9; the 4th best candidate ends in <eos>, the best 3 do not",
+            3,
+            3,
+            9,
+            2,
+            lambda e, w: len(e[1][0]) == 0 and _differs(e, w[_BEAM_MISTAKES.index(_beam_eos_past_k)]),
         ),
         _beam_case(
             g,
@@ -457,6 +483,11 @@ register(
                 "<eos> are the finished hypotheses.",
                 _beam_eos_dropped,
             ),
+            Mistake(
+                "a candidate that ends in <eos> finished although it is not among the best K (count the ranks "
+                "from 0: the best K are ranks 0 to K - 1).",
+                _beam_eos_past_k,
+            ),
         ),
     ),
     Exercise(
@@ -484,7 +515,7 @@ register(
             ),
             Mistake(
                 "the returned cache holds only the new position: return the old cache with the new key and value "
-                "appended, torch.cat([cache_k, k_new], dim=2).",
+                "appended along the positions' axis.",
                 _cache_not_kept,
             ),
             Mistake(

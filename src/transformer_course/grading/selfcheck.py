@@ -60,38 +60,40 @@ def _describe(exc: BaseException) -> str:
 def evaluate(
     ex: Exercise, obj: Any, seed: int = PUBLIC_SEED, mistake_hint: bool = True
 ) -> tuple[str, int, int, str | None]:
-    """(status, passed, total, message) with status 'passed', 'failed' or 'not attempted'; the message names the
-    known mistake that the answer matches, if any, when ``mistake_hint``."""
+    """(status, passed, total, message) with status 'passed', 'failed' or 'not attempted'. Every case is tried, so
+    that `passed` counts the cases that passed; the message explains the first failure (with the known mistake
+    that the answer matches, if any, when ``mistake_hint``) and names the other cases that failed."""
     cases = ex.cases(seed)
-    passed = 0
+    passed, failures, stopped = 0, [], False
     for case in cases:
         try:
             actual = run_case(ex, obj, case)
         except NotImplementedError:
             return "not attempted", 0, len(cases), None
         except KeyboardInterrupt:  # interrupted by hand, or by the grader's time limit: a failure, not a crash
-            return (
-                "failed",
-                passed,
-                len(cases),
-                f"on case '{case.label}' your code ran until it was interrupted (an endless loop?)",
-            )
+            failures.append((case, f"on case '{case.label}' your code ran until it was interrupted (an endless loop?)"))
+            stopped = True
+            break
         except Exception as exc:  # noqa: BLE001 - the student's code raised: report it, never crash the notebook
-            return (
-                "failed",
-                passed,
-                len(cases),
-                (f"on case '{case.label}' your code raised {type(exc).__name__}: {exc}{_where(exc)}"),
-            )
+            failures.append((case, f"on case '{case.label}' your code raised {type(exc).__name__}: {exc}{_where(exc)}"))
+            continue
         problem = verdict(ex, case, actual)
         if problem:
             message = f"on case '{case.label}', {problem}."
-            hint = matching_mistake(ex, case, actual) if mistake_hint else None
+            hint = matching_mistake(ex, case, actual) if mistake_hint and not failures else None
             if hint:
                 message += f"\n   Hint: {hint}"
-            return "failed", passed, len(cases), message
+            failures.append((case, message))
+            continue
         passed += 1
-    return "passed", passed, len(cases), None
+    if not failures:
+        return "passed", passed, len(cases), None
+    message = failures[0][1]
+    if len(failures) > 1:
+        message += "\n   Failed as well: " + "; ".join(f"'{case.label}'" for case, _ in failures[1:]) + "."
+    if stopped:
+        message += f"\n   The check stopped there: {len(cases) - passed - len(failures)} case(s) did not run."
+    return "failed", passed, len(cases), message
 
 
 # --- what ran: the exercise cells' latest runs, recorded by IPython hooks ------------------------------------
