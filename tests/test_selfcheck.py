@@ -432,3 +432,16 @@ def test_the_hint_check_recognises_a_solution_call_under_other_names():
     assert calls == {"reshape(_,_,_,_)", "transpose(1,2)"}
     hint = "Split the last axis, x.reshape(B, T, h, d_k), then add .transpose(1, 2)."
     assert {_call_shape(m.group(1), m.group(2)) for m in _CODE_CALL.finditer(hint)} == calls
+
+
+def test_an_error_in_a_helper_of_another_cell_says_where_it_was_raised_and_called():
+    # A helper defined in an earlier cell raises: the verdict names the helper's line in that cell and the line of
+    # the exercise cell that called it (it said "line 3 of your cell", a line of another cell).
+    scope = {"torch": torch}
+    helper = "def scale(x):\n    # the helper\n    raise ValueError('no scale for you')\n"
+    exec(compile(helper, "/tmp/ipykernel_1/100.py", "exec"), scope)  # a cell, named as IPython names them
+    answer = "def attention_scores(q, k):\n    s = q @ k.transpose(-2, -1)\n    return scale(s)\n"
+    exec(compile(answer, "/tmp/ipykernel_1/200.py", "exec"), scope)
+    status, passed, total, message = evaluate(registry.get("5.1"), scope["attention_scores"])
+    assert status == "failed" and passed == 0 and total >= 3
+    assert "ValueError: no scale for you (in scale, line 3 of another cell, called from line 3 of your cell)" in message

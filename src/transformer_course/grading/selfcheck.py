@@ -43,11 +43,30 @@ def _is_notebook_cell(filename: str) -> bool:
     return filename.startswith("<") or "ipykernel_" in filename
 
 
-def _where(exc: BaseException) -> str:
+def _cell_file(obj: Any) -> str | None:
+    """The file name under which the answer's code was compiled (its exercise cell's), if it can be told."""
+    functions = [obj] if not isinstance(obj, type) else [v for v in vars(obj).values() if callable(v)]
+    for function in functions:
+        code = getattr(function, "__code__", None)
+        if code is not None:
+            return code.co_filename
+    return None
+
+
+def _where(exc: BaseException, cell_file: str | None = None) -> str:
+    """Where the error was raised: a line of the exercise cell, or a line of another cell (a helper defined
+    elsewhere in the notebook) and the line of the exercise cell that called it."""
     if isinstance(exc, SyntaxError):  # raised while compiling the cell: no traceback frame of the cell
         return f" (line {exc.lineno} of your cell)" if exc.lineno else ""
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if _is_notebook_cell(f.filename)]
-    return f" (line {frames[-1].lineno} of your cell)" if frames else ""
+    if not frames:
+        return ""
+    last = frames[-1]
+    if cell_file is None or last.filename == cell_file:
+        return f" (line {last.lineno} of your cell)"
+    mine = [f for f in frames if f.filename == cell_file]
+    called = f", called from line {mine[-1].lineno} of your cell" if mine else ""
+    return f" (in {last.name}, line {last.lineno} of another cell{called})"
 
 
 def _describe(exc: BaseException) -> str:
@@ -75,7 +94,12 @@ def evaluate(
             stopped = True
             break
         except Exception as exc:  # noqa: BLE001 - the student's code raised: report it, never crash the notebook
-            failures.append((case, f"on case '{case.label}' your code raised {type(exc).__name__}: {exc}{_where(exc)}"))
+            failures.append(
+                (
+                    case,
+                    f"on case '{case.label}' your code raised {type(exc).__name__}: {exc}{_where(exc, _cell_file(obj))}",
+                )
+            )
             continue
         problem = verdict(ex, case, actual)
         if problem:
