@@ -94,3 +94,7 @@ WRONG_ROUNDS = [
         "6.4": _heads(PREVIOUS, ITSELF, scale="10.0"),  # near miss: too soft once sqrt(d_k) = sqrt(T) grows
     },
 ]
+
+# Wrong splitting and merging alone: the correct layer (6.3) and heads (6.4) keep their points, graded with the
+# course's split_heads and merge_heads in place of the failed ones (what the notebook's text for 6.3 promises).
+WRONG_ROUNDS.append({"6.1": WRONG_ROUNDS[0]["6.1"], "6.2": WRONG_ROUNDS[0]["6.2"]})

@@ -302,7 +302,7 @@ class _Bigram(torch.nn.Module):
 
 
 def _token(t: int) -> str:
-    return {0: "<pad>", BOS: "<bos>", EOS: "<eos>"}.get(t, str(t))
+    return {BOS: "<bos>", EOS: "<eos>"}.get(t, str(t))  # token 0 is an ordinary word here
 
 
 def _sentence(tokens: list[int], max_len: int) -> list[int]:
