@@ -30,7 +30,7 @@ help:
 	@echo "make test      run every test: lint, unit, reference agreement, grader, sync, nbval, book build"
 	@echo "make lab       JupyterLab on the student notebooks"
 	@echo "make execute   re-execute every solution notebook and store its outputs"
-	@echo "make release   regenerate notebooks/ from solutions/"
+	@echo "make release   regenerate notebooks/ from solutions/, and book/mistakes.md from the exercises"
 	@echo "make grade SUBMISSION=path   grade one notebook or a folder of notebooks (in the bubblewrap sandbox)"
 	@echo "make classroom OUT=folder    write a student repository that grades itself in CI"
 	@echo "make sandbox   install bubblewrap, the grader's sandbox (Debian/Ubuntu, as root)"
@@ -59,6 +59,7 @@ execute: $(STAMP)
 
 release: $(STAMP)
 	$(BIN)/python -m transformer_course.authoring.release
+	$(BIN)/python -m transformer_course.authoring.mistakes
 
 # Notebooks under nbval: the solutions strictly (every output must reproduce), the student versions lax (every
 # cell must run). tests/schedule.py orders them so that the models train first, and keeps a notebook on one worker.

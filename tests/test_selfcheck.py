@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from transformer_course import attention as ref
+from transformer_course.authoring import mistakes
 from transformer_course.grading import check, registry, selfcheck
 from transformer_course.grading.cells import BEGIN, END
 from transformer_course.grading.cells import exercise_id as cell_exercise
@@ -88,14 +89,22 @@ def _caught(ex, answer, cases) -> bool:
     return False
 
 
-@pytest.mark.parametrize("exercise_id", [e for e in EXERCISES if registry.get(e).judge is None])
-def test_every_known_mistake_is_caught_whatever_the_seed(exercise_id):
-    # A fixed edge case catches each known mistake, so a wrong answer never passes by the luck of the draw
-    # (the public self-check's seed, the grader's per-run seeds: each draw has the boundary case).
+@pytest.fixture(scope="module")
+def mistakes_page(course_root) -> str:
+    return (course_root / mistakes.PAGE).read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("exercise_id", EXERCISES)
+def test_every_known_mistake_is_caught_by_a_fixed_case_and_the_page_says_which(exercise_id, mistakes_page):
+    # A fixed edge case catches each known mistake on every seed, so a wrong answer never passes by the luck of
+    # the draw (the public self-check's seed, the grader's per-run seeds: each draw has the case). The
+    # instructor's page of known mistakes (book/mistakes.md) names that case for each.
     ex = registry.get(exercise_id)
-    draws = {seed: ex.cases(seed) for seed in SEEDS}
-    missed = [(m.hint[:60], s) for m in ex.mistakes for s in SEEDS if not _caught(ex, m.implementation, draws[s])]
-    assert not missed, missed
+    caught = {id(m): mistakes.catching_cases(ex, m.implementation) for m in ex.mistakes}
+    missed = [m.hint[:60] for m in ex.mistakes if not caught[id(m)]]
+    assert not missed, f"no case catches these on every seed of {mistakes.seeds_for(ex)}: {missed}"
+    section = "\n".join(mistakes.section(ex, caught))
+    assert section in mistakes_page, f"book/mistakes.md is out of date for {exercise_id}: run `make release`"
 
 
 def test_the_beam_steps_off_by_one_is_caught_whatever_the_seed():
@@ -446,3 +455,75 @@ def test_an_error_in_a_helper_of_another_cell_says_where_it_was_raised_and_calle
     status, passed, total, message = evaluate(registry.get("5.1"), scope["attention_scores"])
     assert status == "failed" and passed == 0 and total >= 3
     assert "ValueError: no scale for you (in scale, line 3 of another cell, called from line 3 of your cell)" in message
+
+
+def _shapes(value):
+    if isinstance(value, torch.Tensor):
+        return tuple(value.shape)
+    if isinstance(value, (list, tuple)):
+        return tuple(_shapes(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _shapes(v)) for k, v in value.items()))
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) < 1000:
+        return value  # a size (T, a vocabulary, a beam width); larger ints are seeds, not sizes
+    return type(value).__name__  # a value, not a size: strings, floats, seeds
+
+
+def _other_shapes(ex) -> bool:
+    public = [_shapes((c.args, c.kwargs, c.init)) for c in ex.cases(registry.PUBLIC_SEED)]
+    return any(public != [_shapes((c.args, c.kwargs, c.init)) for c in ex.cases(seed)] for seed in (1, 2, 3))
+
+
+def test_the_exercises_page_says_truly_which_exercises_get_other_shapes(course_root):
+    # The page's promise: "for exercises <list> other shapes and sizes as well", and only for those.
+    text = " ".join((course_root / "book" / "exercises.md").read_text(encoding="utf-8").split())
+    listed = re.search(r"and for exercises ([\d., and]+?) other shapes and sizes as well", text)
+    assert listed, "the exercises page no longer lists the exercises whose hidden cases have other shapes"
+    promised = set(re.findall(r"\d+\.\d+", listed.group(1)))
+    assert promised == {e for e in EXERCISES if _other_shapes(registry.get(e))}
+
+
+@pytest.mark.parametrize("exercise_id", ["6.1", "6.2", "6.3", "6.4", "9.2", "9.4"])
+def test_hidden_cases_have_other_shapes_and_their_labels_show_them(exercise_id):
+    # Issue 36: these exercises' grader cases had the public labels and shapes. Now sizes are drawn per seed, the
+    # label states them, and the fixed edge cases are there on every seed (tested with the known mistakes).
+    ex = registry.get(exercise_id)
+    labels = {tuple(c.label for c in ex.cases(seed)) for seed in range(10)}
+    assert len(labels) >= 5, labels
+    for seed in range(10):
+        for case in ex.cases(seed):
+            sizes = {n for t in _tensors((case.args, case.kwargs)) for n in t.shape}
+            numbers = {int(n) for n in re.findall(r"\d+", case.label)}
+            assert sizes - {0, 1} <= numbers | {n * m for n in numbers for m in numbers}, (case.label, sizes)
+
+
+def _tensors(value):
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _tensors(v)
+    elif isinstance(value, dict):
+        yield from _tensors(list(value.values()))
+
+
+def test_a_mismatch_names_the_part_of_the_result_and_shows_small_values():
+    # Was: "item 0 of item 1 of the result should be a tuple of 0 (), got a tuple of 1 (a tuple of 1 (a int))".
+    ex = registry.get("9.2")
+    case = next(c for c in ex.cases(registry.PUBLIC_SEED) if "none of the best" in c.label)
+    (live, live_scores), _ = ex.reference(*case.args)
+    wrong = ((live, live_scores), (((7, 2),), live_scores[:1]))
+    assert registry.verdict(ex, case, wrong) == "the finished hypotheses: expected none, got 1: ((7, 2),)"
+    swapped = ((live[::-1], live_scores), ((), live_scores[:0]))
+    assert registry.verdict(ex, case, swapped).startswith(f"the live hypotheses: expected {len(live)}: ")
+    ex = registry.get("6.3")
+    case = ex.cases(registry.PUBLIC_SEED)[0]
+    out, weights = registry.run_case(ex, ex.reference, case)
+    assert registry.verdict(ex, case, (out, weights.mean(dim=1))).startswith("the tensor of weights should have shape")
+    assert all(ex.parts for ex in map(registry.get, ("1.2", "2.3", "3.1", "4.3", "5.3", "6.3", "9.2", "9.4")))
+
+
+def test_the_mistakes_page_has_one_section_per_exercise_in_order(mistakes_page):
+    headings = re.findall(r"^## Exercise (\S+):", mistakes_page, flags=re.M)
+    assert headings == EXERCISES
+    assert mistakes.NOT_CAUGHT not in mistakes_page

@@ -151,6 +151,10 @@ WRONG_ROUNDS = [
         + (  # the padding mask taken from the unshifted targets
             "        self_mask = causal & (tgt != self.pad_id)[:, None, None, :]\n" + _DECODE
         ),
+        "8.5": _SCHEDULE
+        + (  # one step late: a loop that counts from 0 (the rate of step s - 1 at step s)
+            "    s = step - 1\n    return factor * d_model ** -0.5 * torch.minimum(s ** -0.5, s * warmup ** -1.5)\n"
+        ),
         "8.4": "def label_smoothed_loss(logits, targets, mask, smoothing):\n"  # PyTorch's loss: refused
         "    return F.cross_entropy(logits[mask], targets[mask], label_smoothing=smoothing)\n",
         "8.6": _COPY

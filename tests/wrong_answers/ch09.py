@@ -149,5 +149,7 @@ WRONG_ROUNDS = [
         )
         + _SELECT.replace("rank < beam_size", "rank <= beam_size")
         + _STEP_RETURN,
+        # the lengths left as int64: divided by 6 they become float32, and the score loses its eighth digit
+        "9.1": _SCORE + "    return log_prob / ((5 + length) / 6) ** alpha\n",
     },
 ]

@@ -260,6 +260,7 @@ register(
         points=3,
         name="rnn_layer",
         kind="function",
+        parts={(0,): 'the tensor of outputs', (1,): 'the final state h_T'},
         reference=ref.rnn_layer,
         make_cases=_layer_cases,
         mistakes=(

@@ -401,6 +401,7 @@ register(
         points=2,
         name="lstm_gates",
         kind="function",
+        parts={(0,): 'the input gate i', (1,): 'the forget gate f', (2,): 'the candidate g', (3,): 'the output gate o'},
         reference=ref.lstm_gates,
         make_cases=_step_cases,
         mistakes=(
@@ -439,6 +440,7 @@ register(
         points=2,
         name="lstm_cell",
         kind="function",
+        parts={(0,): 'the new hidden state h', (1,): 'the new cell state c'},
         reference=ref.lstm_cell,
         make_cases=_cell_cases,
         mistakes=(
@@ -471,6 +473,12 @@ register(
         points=3,
         name="lstm_layer",
         kind="function",
+        parts={
+            (0,): 'the tensor of outputs',
+            (1,): 'the final pair (h, c)',
+            (1, 0): 'the final hidden state h',
+            (1, 1): 'the final cell state c',
+        },
         reference=ref.lstm_layer,
         make_cases=_layer_cases,
         mistakes=(
@@ -507,6 +515,12 @@ register(
         points=3,
         name="LSTM",
         kind="module",
+        parts={
+            (0,): 'the tensor of outputs',
+            (1,): 'the final pair (h_n, c_n)',
+            (1, 0): 'the final hidden states h_n',
+            (1, 1): 'the final cell states c_n',
+        },
         reference=ref.LSTM,
         make_cases=_stack_cases,
         mistakes=(

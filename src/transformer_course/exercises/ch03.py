@@ -343,6 +343,7 @@ register(
         points=3,
         name="Encoder",
         kind="module",
+        parts={(0,): 'the tensor of outputs', (1,): 'the final state'},
         reference=ref.Encoder,
         make_cases=_encoder_cases,
         mistakes=(
@@ -368,6 +369,7 @@ register(
         points=2,
         name="DecoderStep",
         kind="module",
+        parts={(0,): 'the tensor of logits', (1,): 'the new state h_new'},
         reference=ref.DecoderStep,
         make_cases=_step_cases,
         mistakes=(

@@ -304,6 +304,7 @@ register(
         points=3,
         name="attention_context",
         kind="function",
+        parts={(0,): 'the context', (1,): 'the tensor of weights'},
         reference=ref.attention_context,
         make_cases=_context_cases,
         mistakes=(
@@ -338,6 +339,7 @@ register(
         points=3,
         name="AttentionDecoderStep",
         kind="module",
+        parts={(0,): 'the tensor of logits', (1,): 'the new state s_new', (2,): 'the tensor of attention weights'},
         reference=ref.AttentionDecoderStep,
         make_cases=_step_cases,
         mistakes=(

@@ -198,6 +198,11 @@ class _LayerValuesUnprojected(ref.SelfAttention):
         return ref.scaled_dot_product_attention(self.w_q(x), self.w_k(x), x, mask)
 
 
+class _LayerMaskDropped(ref.SelfAttention):
+    def forward(self, x, mask=None):
+        return ref.scaled_dot_product_attention(self.w_q(x), self.w_k(x), self.w_v(x))
+
+
 # 5.5 a test input that catches every bug ----------------------------------------------------------
 
 OVERFLOW = 709.8  # exp(x) is infinite in float64 above about this
@@ -365,6 +370,7 @@ register(
         points=3,
         name="scaled_dot_product_attention",
         kind="function",
+        parts={(0,): 'the output', (1,): 'the tensor of weights'},
         reference=ref.scaled_dot_product_attention,
         make_cases=_sdpa_cases,
         mistakes=(
@@ -396,11 +402,17 @@ register(
         points=3,
         name="SelfAttention",
         kind="module",
+        parts={(0,): 'the output', (1,): 'the tensor of weights'},
         reference=ref.SelfAttention,
         make_cases=_layer_cases,
         mistakes=(
             Mistake("queries and keys are swapped: queries come from w_q, keys from w_k.", _LayerQKSwapped),
             Mistake("the values are the raw input: project them with w_v.", _LayerValuesUnprojected),
+            Mistake(
+                "the mask is not passed on to the attention, so positions it hides still get weight: hand it to "
+                "your scaled_dot_product_attention.",
+                _LayerMaskDropped,
+            ),
         ),
         forbidden=BUILTIN_ATTENTION,
     ),

@@ -10,7 +10,7 @@ import torch
 from .. import attention as attn
 from .. import multihead as ref
 from ..grading import registry
-from ..grading.registry import Case, Exercise, Mistake, randn, register
+from ..grading.registry import Case, Exercise, Mistake, count, randn, register, size
 
 NOTEBOOK = "06_multihead_attention.ipynb"
 
@@ -27,11 +27,19 @@ BUILTIN_ATTENTION = (
 
 
 def _split_cases(g: torch.Generator) -> list[Case]:
+    # Sizes drawn per seed (the grader's shapes are not the self-check's). Two heads or more, and d_k >= 2, in
+    # the general cases: with one head, or one feature per head, some wrong splits give the right answer.
+    def case(what: str, b: int, t: int, h: int, d_k: int) -> Case:
+        return Case(
+            f"{what}B = {b}, T = {t}, d_model = {h * d_k}, {count(h, 'head')} of d_k = {d_k}",
+            (randn(g, b, t, h * d_k), h),
+        )
+
     return [
-        Case("B = 2, T = 3, d_model = 8, 2 heads", (randn(g, 2, 3, 8), 2)),
-        Case("B = 1, T = 5, d_model = 12, 3 heads", (randn(g, 1, 5, 12), 3)),
-        Case("B = 3, T = 4, d_model = 6, 6 heads of d_k = 1", (randn(g, 3, 4, 6), 6)),
-        Case("B = 2, T = 7, d_model = 16, 1 head", (randn(g, 2, 7, 16), 1)),
+        case("", size(g, 1, 3), size(g, 2, 8), size(g, 2, 4), size(g, 2, 5)),
+        case("", size(g, 1, 3), size(g, 2, 8), size(g, 2, 8), size(g, 2, 4)),
+        case("one feature per head: ", size(g, 1, 3), size(g, 2, 6), size(g, 3, 6), 1),
+        case("one head: ", size(g, 1, 3), size(g, 2, 8), 1, size(g, 4, 16)),
     ]
 
 
@@ -54,11 +62,15 @@ def _split_no_transpose(x, n_heads):
 
 
 def _merge_cases(g: torch.Generator) -> list[Case]:
+    # As for splitting: drawn sizes, and at least two heads of d_k >= 2 where a wrong merge could pass otherwise.
+    def case(what: str, b: int, h: int, t: int, d_k: int) -> Case:
+        return Case(f"{what}B = {b}, {count(h, 'head')}, T = {t}, d_k = {d_k}", (randn(g, b, h, t, d_k),))
+
     return [
-        Case("B = 2, 2 heads, T = 3, d_k = 4", (randn(g, 2, 2, 3, 4),)),
-        Case("B = 1, 3 heads, T = 5, d_k = 4", (randn(g, 1, 3, 5, 4),)),
-        Case("B = 3, 4 heads, T = 2, d_k = 1", (randn(g, 3, 4, 2, 1),)),
-        Case("B = 2, 1 head, T = 6, d_k = 8", (randn(g, 2, 1, 6, 8),)),
+        case("", size(g, 1, 3), size(g, 2, 4), size(g, 2, 8), size(g, 2, 5)),
+        case("", size(g, 1, 3), size(g, 2, 8), size(g, 2, 6), size(g, 2, 4)),
+        case("one feature per head: ", size(g, 1, 3), size(g, 3, 6), size(g, 2, 6), 1),
+        case("one head: ", size(g, 1, 3), 1, size(g, 2, 8), size(g, 4, 16)),
     ]
 
 
@@ -94,58 +106,80 @@ def _mha_state(g: torch.Generator, d_model: int, bias: bool = True) -> dict:
 
 
 def _mha_cases(g: torch.Generator) -> list[Case]:
+    # Sizes drawn per seed, always h >= 2 heads (dividing by sqrt(d_model) instead of sqrt(d_k) shows only then),
+    # and two or more sentences with different lengths where a 3-D mask is given (a mask without its head axis
+    # goes unnoticed with one sentence).
+    def dims() -> tuple[int, int, int]:
+        h, d_k = size(g, 2, 4), size(g, 2, 4)
+        return h, d_k, h * d_k
+
     cases = []
-    x = randn(g, 2, 4, 8)
+    h, d_k, d = dims()
+    b, t = size(g, 1, 3), size(g, 3, 7)
+    x = randn(g, b, t, d)
     cases.append(
         Case(
-            "self-attention, no mask, B = 2, T = 4, d_model = 8, 2 heads",
+            f"self-attention, no mask, B = {b}, T = {t}, d_model = {d}, {h} heads",
             (x, x, x),
-            init={"d_model": 8, "n_heads": 2},
-            state=_mha_state(g, 8),
+            init={"d_model": d, "n_heads": h},
+            state=_mha_state(g, d),
         )
     )
-    x = randn(g, 2, 5, 12)
+    h, d_k, d = dims()
+    b, t = size(g, 1, 3), size(g, 3, 7)
+    x = randn(g, b, t, d)
     cases.append(
         Case(
-            "self-attention with a causal mask (5, 5), d_model = 12, 3 heads",
+            f"self-attention with a causal mask ({t}, {t}), B = {b}, d_model = {d}, {h} heads",
             (x, x, x),
-            {"mask": attn.causal_mask(5)},
-            init={"d_model": 12, "n_heads": 3},
-            state=_mha_state(g, 12),
+            {"mask": attn.causal_mask(t)},
+            init={"d_model": d, "n_heads": h},
+            state=_mha_state(g, d),
         )
     )
-    query, memory = randn(g, 3, 2, 8), randn(g, 3, 6, 8)
+    h, d_k, d = dims()
+    b, t_q, t_k = size(g, 1, 3), size(g, 1, 4), size(g, 5, 8)
+    query, memory = randn(g, b, t_q, d), randn(g, b, t_k, d)
     cases.append(
         Case(
-            "cross-attention, no mask, B = 3, T_q = 2, T_k = 6, 2 heads",
+            f"cross-attention, no mask, B = {b}, T_q = {t_q}, T_k = {t_k}, d_model = {d}, {h} heads",
             (query, memory, memory),
-            init={"d_model": 8, "n_heads": 2},
-            state=_mha_state(g, 8),
+            init={"d_model": d, "n_heads": h},
+            state=_mha_state(g, d),
         )
     )
-    query, memory = randn(g, 2, 3, 8), randn(g, 2, 5, 8)
+    h, d_k, d = dims()
+    b, t_q, t_k = h, size(g, 2, 5), size(g, 4, 8)  # B = h: a mask without its head axis then runs, wrongly
+    lengths = torch.randint(1, t_k, (b,), generator=g)  # the first shorter than T_k ...
+    lengths[-1] = t_k  # ... the last as long
+    query, memory = randn(g, b, t_q, d), randn(g, b, t_k, d)
+    shown = ", ".join(str(n) for n in lengths.tolist()[:-1]) + f" and {t_k}"
     cases.append(
         Case(
-            "cross-attention, T_q = 3, T_k = 5, padding mask (B, 1, T_k) for lengths 3 and 5, 2 heads",
+            f"cross-attention, B = {b}, T_q = {t_q}, T_k = {t_k}, padding mask (B, 1, T_k) for lengths {shown}, "
+            f"d_model = {d}, {h} heads",
             (query, memory, memory),
-            {"mask": attn.padding_mask(torch.tensor([3, 5]), 5)},
-            init={"d_model": 8, "n_heads": 2},
-            state=_mha_state(g, 8),
+            {"mask": attn.padding_mask(lengths, t_k)},
+            init={"d_model": d, "n_heads": h},
+            state=_mha_state(g, d),
         )
     )
-    lengths = torch.randint(1, 7, (3,), generator=g)
-    lengths[0] = 6
-    mask = attn.padding_mask(lengths, 6) & (
-        torch.rand(3, 4, 6, generator=g, dtype=torch.float64) > 0.3
+    h, d_k, d = dims()
+    b, t_q, t_k = size(g, 2, 4), size(g, 2, 5), size(g, 4, 8)
+    lengths = torch.randint(1, t_k + 1, (b,), generator=g)
+    lengths[0] = t_k
+    mask = attn.padding_mask(lengths, t_k) & (
+        torch.rand(b, t_q, t_k, generator=g, dtype=torch.float64) > 0.3
     )  # (B, T_q, T_k)
     mask[:, :, 0] = True  # every query sees at least one key
     cases.append(
         Case(
-            "no biases, B = 3, 4 heads, keys and values differ, mask (B, T_q, T_k)",
-            (randn(g, 3, 4, 8), randn(g, 3, 6, 8), randn(g, 3, 6, 8)),
+            f"no biases, B = {b}, T_q = {t_q}, T_k = {t_k}, d_model = {d}, {h} heads, keys and values differ, "
+            "mask (B, T_q, T_k)",
+            (randn(g, b, t_q, d), randn(g, b, t_k, d), randn(g, b, t_k, d)),
             {"mask": mask},
-            init={"d_model": 8, "n_heads": 4, "bias": False},
-            state=_mha_state(g, 8, bias=False),
+            init={"d_model": d, "n_heads": h, "bias": False},
+            state=_mha_state(g, d, bias=False),
         )
     )
     return cases
@@ -419,6 +453,7 @@ register(
         points=4,
         name="MultiHeadAttention",
         kind="module",
+        parts={(0,): 'the output', (1,): 'the tensor of weights'},
         reference=ref.MultiHeadAttention,
         make_cases=_mha_cases,
         mistakes=(

@@ -460,6 +460,15 @@ def _noam_linear_decay(step, d_model, warmup, factor=1.0):
     return factor * d_model**-0.5 * torch.minimum(step**-1.0, step * warmup**-2.0)
 
 
+def _noam_shifted(step, d_model, warmup, factor=1.0):
+    # the off-by-one of a loop that counts its steps from 0: the rate of step s - 1 at step s (0 at step 1)
+    return _noam_at(step - 1, d_model, warmup, factor)
+
+
+def _noam_at(step, d_model, warmup, factor):
+    return factor * d_model**-0.5 * torch.minimum(step**-0.5, step * warmup**-1.5)
+
+
 # 8.6 an experiment: train the whole model, judged by what it writes ----------------------------------------
 
 COPY_VOCAB = 14  # chapter 4's digit vocabulary: <pad>, <bos>, <eos>, <unk>, then the digits 0 to 9 (4 to 13)
@@ -837,6 +846,11 @@ register(
             Mistake(
                 "the decay is 1 / step; the paper's is 1 / sqrt(step), and the warm-up step * warmup^-1.5.",
                 _noam_linear_decay,
+            ),
+            Mistake(
+                "the schedule is one step late: the steps count from 1, and step 1 already gets the rate "
+                "factor * d_model^-0.5 * warmup^-1.5, not 0.",
+                _noam_shifted,
             ),
         ),
         atol=1e-12,

@@ -14,7 +14,7 @@ import torch
 
 from .. import decoding as ref
 from ..grading import registry
-from ..grading.registry import Case, Exercise, Mistake, randn, register
+from ..grading.registry import Case, Exercise, Mistake, count, randn, register, size
 
 NOTEBOOK = "09_beam_search.ipynb"
 EOS = 2
@@ -55,6 +55,11 @@ def _score_alpha_factor(log_prob, length, alpha):
 
 def _score_length_power(log_prob, length, alpha):
     return log_prob / length.to(log_prob.dtype) ** alpha
+
+
+def _score_in_float32(log_prob, length, alpha):
+    # int64 lengths divided by 6 give PyTorch's default float32: the penalty loses digits 8 and beyond
+    return log_prob / ((5 + length) / 6) ** alpha
 
 
 # 9.2 one step of beam search -------------------------------------------------------------------------------
@@ -155,6 +160,9 @@ def _beam_case(g: torch.Generator, label: str, n: int, k: int, vocab: int, t: in
 
 
 def _beam_cases(g: torch.Generator) -> list[Case]:
+    # Sizes drawn per seed; each case is redrawn until it has the property its label states, so that the fixed
+    # edge cases (a finished candidate among the best K, the first step, every best candidate finished, <eos>
+    # just past the best K) are there on every seed, the grader's as the self-check's.
     def every_mistake_shows(expected, wrong):  # each mistake gives its own output, and none the reference's
         outputs = [expected] + wrong
         return (
@@ -163,63 +171,57 @@ def _beam_cases(g: torch.Generator) -> list[Case]:
             and all(_differs(a, b) for i, a in enumerate(outputs) for b in outputs[i + 1 :])
         )
 
-    return [
-        _beam_case(
-            g,
-            "3 live hypotheses of 2 tokens, beam 3, V = 8; one of the best 3 candidates ends in <eos>",
-            3,
-            3,
-            8,
-            2,
-            every_mistake_shows,
-        ),
-        _beam_case(
-            g, "the first step: one empty hypothesis with score 0, beam 4, V = 10", 1, 4, 10, 0, lambda e, w: True
-        ),
-        _beam_case(
-            g,
-            "2 live hypotheses of 3 tokens, beam 2, V = 6; both of the best 2 end in <eos>",
-            2,
-            2,
-            6,
-            3,
-            lambda e, w: len(e[1][0]) == 2,
-        ),
-        _beam_case(  # the boundary: an off-by-one (rank <= K) finishes it too
-            g,
-            "3 live hypotheses of 2 tokens, beam 3, V = 9; the 4th best candidate ends in <eos>, the best 3 do not",
-            3,
-            3,
-            9,
-            2,
-            lambda e, w: len(e[1][0]) == 0 and _differs(e, w[_BEAM_MISTAKES.index(_beam_eos_past_k)]),
-        ),
-        _beam_case(
-            g,
-            "4 live hypotheses of 1 token, beam 4, V = 12; none of the best 4 ends in <eos>",
-            4,
-            4,
-            12,
-            1,
-            lambda e, w: len(e[1][0]) == 0,
-        ),
-    ]
+    def sizes(n: int, k: int, v: int, t: int) -> str:
+        return f"{n} live hypotheses of {count(t, 'token')}, beam {k}, V = {v}"  # n >= 2 in every case
+
+    k, v, t = size(g, 3, 4), size(g, 8, 10), size(g, 1, 3)
+    first = _beam_case(
+        g, f"{sizes(k, k, v, t)}; one of the best {k} candidates ends in <eos>", k, k, v, t, every_mistake_shows
+    )
+    k, v = size(g, 3, 5), size(g, 8, 12)
+    start = _beam_case(
+        g, f"the first step: one empty hypothesis with score 0, beam {k}, V = {v}", 1, k, v, 0, lambda e, w: True
+    )
+    v, t = size(g, 5, 8), size(g, 2, 4)
+    both = _beam_case(
+        g, f"{sizes(2, 2, v, t)}; both of the best 2 end in <eos>", 2, 2, v, t, lambda e, w: len(e[1][0]) == 2
+    )
+    k, v, t = size(g, 2, 4), size(g, 8, 10), size(g, 1, 3)
+    boundary = _beam_case(  # the boundary: an off-by-one (rank <= K) finishes it too
+        g,
+        f"{sizes(k, k, v, t)}; the candidate just after the best {k} ends in <eos>, the best {k} do not",
+        k,
+        k,
+        v,
+        t,
+        lambda e, w: len(e[1][0]) == 0 and _differs(e, w[_BEAM_MISTAKES.index(_beam_eos_past_k)]),
+    )
+    k, v, t = size(g, 3, 5), size(g, 10, 14), size(g, 1, 2)
+    none = _beam_case(
+        g, f"{sizes(k, k, v, t)}; none of the best {k} ends in <eos>", k, k, v, t, lambda e, w: len(e[1][0]) == 0
+    )
+    return [first, start, both, boundary, none]
 
 
 # 9.4 attention for the newest position, with a key/value cache -----------------------------------------------
 
 
 def _cache_cases(g: torch.Generator) -> list[Case]:
-    def case(label, r, h, t, d_k):
+    # Sizes drawn per seed; d_k >= 2 (with one feature, forgetting the scale changes nothing) and, but for the
+    # first step, t >= 1 cached positions (with none, is_causal=True happens to be right).
+    def case(what, r, h, t, d_k):
         q, k_new, v_new = randn(g, r, h, 1, d_k), randn(g, r, h, 1, d_k), randn(g, r, h, 1, d_k)
         cache = (randn(g, r, h, t, d_k), randn(g, r, h, t, d_k)) if t else (None, None)
-        return Case(label, (q, k_new, v_new, *cache))
+        cached = "no cache yet (None)" if t == 0 else f"t = {count(t, 'cached position')}"
+        return Case(
+            f"{what}R = {count(r, 'row')}, h = {count(h, 'head')}, {cached}, d_k = {d_k}", (q, k_new, v_new, *cache)
+        )
 
     return [
-        case("R = 2 rows, h = 2 heads, t = 3 cached positions, d_k = 4", 2, 2, 3, 4),
-        case("the first step: no cache yet (None), R = 3, h = 1, d_k = 5", 3, 1, 0, 5),
-        case("R = 1, h = 4, t = 6, d_k = 2", 1, 4, 6, 2),
-        case("R = 2, h = 3, t = 1, d_k = 3", 2, 3, 1, 3),
+        case("", size(g, 1, 3), size(g, 2, 4), size(g, 2, 8), size(g, 2, 6)),
+        case("the first step: ", size(g, 1, 3), size(g, 1, 4), 0, size(g, 2, 6)),
+        case("", size(g, 1, 3), size(g, 1, 4), size(g, 4, 10), size(g, 2, 4)),
+        case("one cached position: ", size(g, 1, 3), size(g, 1, 4), 1, size(g, 2, 6)),
     ]
 
 
@@ -441,9 +443,16 @@ register(
             ),
             Mistake("alpha is an exponent, not a factor: lp(n) = ((5 + n) / 6) ** alpha.", _score_alpha_factor),
             Mistake("this divides by n ** alpha; GNMT's penalty is ((5 + n) / 6) ** alpha.", _score_length_power),
+            Mistake(
+                "the penalty is computed in float32: an int64 length divided by 6 becomes PyTorch's default float "
+                "type, about 7 significant digits. Convert the lengths to the dtype of log_prob first.",
+                _score_in_float32,
+            ),
         ),
-        atol=1e-6,
-        rtol=1e-6,
+        # The text asks for the precision of log_prob (float64): a float32 penalty is off by about 1e-7 relative,
+        # two correct float64 formulas by 1e-15 at most.
+        atol=1e-12,
+        rtol=1e-12,
     ),
     Exercise(
         id="9.2",
@@ -455,6 +464,14 @@ register(
         points=4,
         name="beam_step",
         kind="function",
+        parts={
+            (0,): 'the live pair (hypotheses, scores)',
+            (0, 0): 'the live hypotheses',
+            (0, 1): 'the tensor of live scores',
+            (1,): 'the finished pair (hypotheses, scores)',
+            (1, 0): 'the finished hypotheses',
+            (1, 1): 'the tensor of finished scores',
+        },
         reference=ref.beam_step,
         make_cases=_beam_cases,
         mistakes=(
@@ -500,6 +517,7 @@ register(
         points=3,
         name="attend_with_cache",
         kind="function",
+        parts={(0,): 'the output', (1,): 'the returned cache of keys', (2,): 'the returned cache of values'},
         reference=ref.attend_with_cache,
         make_cases=_cache_cases,
         mistakes=(

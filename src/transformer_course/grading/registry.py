@@ -76,6 +76,9 @@ class Exercise:
     forbidden: tuple[str, ...] = ()
     atol: float = 1e-6
     rtol: float = 1e-6
+    # Names of the parts of a result that is a tuple, by their place in it ((0,), (1, 0), ...): a mismatch says
+    # "the finished hypotheses should ...", not "item 0 of item 1 of the result should ...".
+    parts: dict[tuple[int, ...], str] = field(default_factory=dict)
     # An experiment has no single right output: judge(case, answer) says why an answer fails (None if it
     # passes), measuring it with the reference code; the reference is then one answer that passes.
     judge: Callable[[Case, Any], str | None] | None = None
@@ -99,6 +102,17 @@ class Exercise:
 def randn(g: torch.Generator, *shape: int, scale: float = 1.0) -> torch.Tensor:
     """Case inputs: float64 normal values drawn from the case generator, times scale."""
     return torch.randn(*shape, generator=g, dtype=torch.float64) * scale
+
+
+def size(g: torch.Generator, low: int, high: int) -> int:
+    """A case's size drawn from the case generator, low to high inclusive: the grader's hidden cases get other
+    shapes than the public ones, from the ranges the exercise module states."""
+    return int(torch.randint(low, high + 1, (1,), generator=g))
+
+
+def count(n: int, noun: str) -> str:
+    """'1 head', '3 heads': a size in a case's label."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 _REGISTRY: dict[str, Exercise] = {}
@@ -164,7 +178,7 @@ def run_case(exercise: Exercise, obj: Any, case: Case) -> Any:
 def verdict(ex: Exercise, case: Case, actual: Any) -> str | None:
     """None when the answer to one case is right, else one sentence that says what is wrong with it."""
     if ex.judge is None:
-        return compare(run_case(ex, ex.reference, case), actual, ex.atol, ex.rtol)
+        return compare(run_case(ex, ex.reference, case), actual, ex.atol, ex.rtol, names=ex.parts)
     try:
         return ex.judge(case, actual)
     except Exception as exc:  # noqa: BLE001 - an answer the judge cannot measure is a wrong answer
@@ -190,8 +204,36 @@ def describe(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
-def compare(expected: Any, actual: Any, atol: float, rtol: float, where: str = "the result") -> str | None:
-    """None when actual matches expected, else one sentence that says how it differs."""
+def _plain_data(value: Any) -> bool:
+    """Numbers, strings and tuples of them (token ids, hypotheses): small enough to show as they are."""
+    if isinstance(value, (tuple, list)):
+        return all(_plain_data(v) for v in value)
+    return isinstance(value, (int, float, str, bool)) or value is None
+
+
+def _count(value: Any) -> str:
+    return "" if len(value) == 0 else f"{len(value)}: "
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, (tuple, list)) and len(value) == 0:
+        return "none"
+    text = repr(tuple(value)) if isinstance(value, list) else repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def compare(
+    expected: Any,
+    actual: Any,
+    atol: float,
+    rtol: float,
+    where: str = "the result",
+    names: dict[tuple[int, ...], str] | None = None,
+    path: tuple[int, ...] = (),
+) -> str | None:
+    """None when actual matches expected, else one sentence that says how it differs.
+
+    names: what the parts of a tuple result are called, by their place (the exercise's ``parts``)."""
     if isinstance(expected, torch.Tensor):
         if not isinstance(actual, torch.Tensor):
             return f"{where} should be {describe(expected)}, got {describe(actual)}"
@@ -220,10 +262,16 @@ def compare(expected: Any, actual: Any, atol: float, rtol: float, where: str = "
         diff = (a - e).abs().nan_to_num(nan=0.0, posinf=math.inf).max().item()
         return f"{where} differs from the reference by up to {diff:.3g}"
     if isinstance(expected, tuple):
+        if _plain_data(expected) and isinstance(actual, (tuple, list)) and _plain_data(actual):
+            if tuple(actual) != expected:  # shown as they are: "expected none, got 1: ((5, 2),)"
+                return f"{where}: expected {_count(expected)}{_shown(expected)}, got {_count(actual)}{_shown(actual)}"
+            return None
         if not isinstance(actual, (tuple, list)) or len(actual) != len(expected):
             return f"{where} should be {describe(expected)}, got {describe(actual)}"
         for i, (e, a) in enumerate(zip(expected, actual)):
-            problem = compare(e, a, atol, rtol, where=f"item {i} of {where}")
+            place = path + (i,)
+            name = (names or {}).get(place, f"item {i} of {where}")
+            problem = compare(e, a, atol, rtol, where=name, names=names, path=place)
             if problem:
                 return problem
         return None
