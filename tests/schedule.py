@@ -58,7 +58,13 @@ LOADERS = ("03_encoder_decoder", "08_transformer_vs_gru", "04_bahdanau_attention
 # run's pack and dry run, half a minute), and the book's tests (tests/test_book.py and tests/test_browser.py share
 # conftest's book_build, 25 s, made once per worker). One unit each, so that the second worker neither waits on the
 # fixture the first is making nor makes it again.
-ONE_UNIT = {"tests/test_gpu.py": "gpu", "tests/test_book.py": "book", "tests/test_browser.py": "book"}
+ONE_UNIT = {
+    "tests/test_gpu.py": "gpu",
+    "tests/test_book.py": "book",
+    "tests/test_browser.py": "book",
+    "tests/test_browser_explorer.py": "book",  # the built book (book_build), once per worker
+    "tests/test_lab_explorer.py": "book",  # the same browser
+}
 
 CHECK = re.compile(r'\bcheck\("\d+\.\d+"')  # a self-check cell: `beam_step = check("9.2", beam_step)`
 

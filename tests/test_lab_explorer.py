@@ -1,0 +1,147 @@
+"""Chapter 9's attention explorer on a live model, in a live JupyterLab (no extension installed or enabled): a
+student types a sentence into the cell that calls ``explorer_live.show``, runs it, and the output shows the reference
+Transformer's translation and its attention, drawn by the inline copy of the book's explorer.js; a weight it shows
+is the one attention_maps computes here. A second explorer in another cell is drawn too (the script sets itself up
+once per page).
+
+JupyterLab, the browser and its helpers are tests/test_browser.py's; without Chromium or Playwright this module is
+skipped, and says why.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+import torch
+
+from test_browser import _edit_and_run, _free_port, _wait_idle, browser  # noqa: F401  (browser: the fixture)
+from transformer_course.attention_maps import attention_maps
+
+NOTEBOOK = "explore.ipynb"
+FIRST = 'from transformer_course.explorer_live import show\n\nshow("The cat sleeps on the sofa.")'
+TYPED = "Where is the station?"
+TOLERANCE = 1e-3  # the output stores thousandths: a mean of the heads' is 0.0005 at most from the model's
+EOS = 2
+
+
+def _notebook(sources: list[str]) -> str:
+    cells = [
+        {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": s} for s in sources
+    ]
+    kernel = {"display_name": "Python 3", "language": "python", "name": "python3"}
+    return json.dumps({"cells": cells, "metadata": {"kernelspec": kernel}, "nbformat": 4, "nbformat_minor": 5})
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """JupyterLab on a scratch notebook of two cells, with settings and runtime files of its own."""
+    root = tmp_path_factory.mktemp("lab-explorer")
+    (root / NOTEBOOK).write_text(_notebook([FIRST, 'show("I like tulips.")']))
+    home = root / ".jupyter-home"
+    env = {
+        **os.environ,
+        **{f"JUPYTER_{name}_DIR": str(home / name.lower()) for name in ("CONFIG", "DATA", "RUNTIME")},
+        "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
+        "OMP_NUM_THREADS": "1",
+    }
+    env.pop("JUPYTER_PATH", None)
+    port, token = _free_port(), secrets.token_hex(16)
+    server = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "jupyter"),
+            "lab",
+            "--no-browser",
+            f"--port={port}",
+            "--ip=127.0.0.1",
+            f"--ServerApp.root_dir={root}",
+            f"--IdentityProvider.token={token}",
+            "--LabApp.expose_app_in_browser=True",
+            "--LabApp.news_url=",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            "--LabServerApp.extension_manager=readonly",
+            *(["--allow-root"] if os.geteuid() == 0 else []),
+        ],
+        cwd=root,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 300
+    while True:
+        try:
+            urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2).read()
+            break
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                server.kill()
+                pytest.fail("JupyterLab did not start: " + (server.communicate()[0] or "")[-3000:])
+            time.sleep(0.5)
+    yield f"{url}/lab/tree/{NOTEBOOK}?token={token}"
+    server.terminate()
+    try:
+        server.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        server.kill()
+
+
+def expected_cross(text):
+    """The reference Transformer's greedy translation of ``text`` and its last layer's cross-attention, mean of the
+    heads (T_y, T_x): what the explorer opens on, computed here."""
+    from transformer_course.reference import load_reference
+
+    model, data, _ = load_reference("transformer-ref")
+    src_ids = data.tokenizer.encode(text)
+    src = torch.tensor([src_ids])
+    out = model.generate(src, torch.ones_like(src, dtype=torch.bool), int(1.5 * len(src_ids)) + 10)[0][0].tolist()
+    out = out[: out.index(EOS)] if EOS in out else out
+    return data.tokenizer.decode(out), attention_maps(model, src_ids, [model.bos_id] + out)["cross"][-1].mean(0)
+
+
+def test_a_sentence_typed_in_jupyterlab_is_translated_and_its_attention_shown(lab, browser):  # noqa: F811
+    page = browser.new_page()
+    page.set_viewport_size({"width": 1280, "height": 900})
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(lab, wait_until="load")
+    page.wait_for_function(
+        "() => window.jupyterapp && window.jupyterapp.shell.currentWidget "
+        "&& window.jupyterapp.shell.currentWidget.content && window.jupyterapp.shell.currentWidget.content.model",
+        timeout=120_000,
+    )
+    _wait_idle(page, timeout=120_000)
+    try:
+        # The student types a sentence of their own into the cell and runs it (Shift+Enter), then runs the next cell.
+        _edit_and_run(page, 0, FIRST.replace("The cat sleeps on the sofa.", TYPED), runs=2)
+        page.wait_for_function("() => document.querySelectorAll('div.attn-explorer.attn-ready').length === 2")
+        explorer = page.locator("div.attn-explorer.attn-ready").first
+        assert TYPED in explorer.locator("select.attn-sentence").inner_text()
+        translation, cross = expected_cross(TYPED)
+        outputs = explorer.locator("dl.attn-outputs dd").all_inner_texts()
+        assert outputs[0].startswith(translation + " (log P"), outputs  # greedy, then the beam's
+        assert len(outputs) == 2 and outputs[1].split(" (log P")[0].strip()
+        # The heatmap: one cell per weight of the map it opens on (the last layer's cross-attention, mean of heads).
+        assert explorer.locator("figure.attn-heatmap svg rect[data-q]").count() == cross.numel()
+        explorer.locator('.attn-token[data-side="q"][data-index="1"]').focus()
+        shown = explorer.locator('.attn-token[data-side="k"]').evaluate_all(
+            "(buttons) => buttons.map(b => Number(b.dataset.weight))"
+        )
+        assert len(shown) == cross.shape[1]
+        assert max(abs(w - e) for w, e in zip(shown, cross[1].double().tolist())) <= TOLERANCE, (shown, cross[1])
+        # two explorers, element ids apart: the script set itself up once
+        ids = page.evaluate("() => [...document.querySelectorAll('div.attn-explorer [id]')].map(e => e.id)")
+        assert len(ids) == len(set(ids)) == 4, ids
+        assert page.evaluate("() => typeof window.attnExplorer.start") == "function"
+    finally:
+        page.close()
+    assert not errors, errors
