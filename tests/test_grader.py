@@ -229,3 +229,24 @@ def test_a_submission_without_exercise_cells_is_told_where_they_are(course_root,
     assert report.max_score == 0 and any(
         "chapter 8's exercises are in 08_transformer.ipynb" in p for p in report.problems
     )
+
+
+def test_timing_magics_and_display_in_correct_cells_cost_nothing_and_are_reported(course_root, tmp_path):
+    # Issue 32: `%%time` above a correct exercise refused the whole cell, and display(...) raised NameError in
+    # the worker; both are common in real notebooks. A cell magic whose body is Python is graded on its body.
+    def edit(nb):
+        for cell in nb["cells"]:
+            text = "".join(cell["source"])
+            if text.startswith("# EXERCISE 5.1"):
+                cell["source"] = "%%time\n" + text
+            elif text.startswith("# EXERCISE 5.3"):
+                cell["source"] = text + "\ndisplay(causal_mask(3))\n"
+            elif text.startswith("# EXERCISE 5.2"):
+                cell["source"] = "%%bash\necho hello\n"
+
+    report = grade_notebook(_with_cells(course_root, tmp_path, "magics.ipynb", edit=edit), course_root, seed=SEED)
+    got = scores(report)
+    assert got["5.1"] == POINTS["5.1"] and got["5.3"] == POINTS["5.3"], report.markdown()
+    assert got["5.2"] == 0
+    assert "cell magic (%%...) whose body is not Python" in report.markdown()
+    assert "IPython magic or shell line(s) were not run during grading" in report.markdown()

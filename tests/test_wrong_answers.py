@@ -77,3 +77,38 @@ def test_the_wrong_answers_include_each_bug_the_issue_named():
         codes[ex_id].append(code)
     assert any("rank <= beam_size" in c for c in codes["9.2"])
     assert any("((5 + length) / 6) ** alpha\n" in c and ".to(" not in c for c in codes["9.1"])
+
+
+# Honest answers written another way than the course's: each must keep its points on every seed.
+TEXTBOOK_BLEU = """def bleu(hypotheses, references):
+    matches, totals = [0] * 4, [0] * 4
+    c = r = 0
+    for hyp, refs in zip(hypotheses, references):
+        c += len(hyp)
+        r += min((len(x) for x in refs), key=lambda n: (abs(n - len(hyp)), n))
+        for n in range(1, 5):
+            counts, most = ngrams(hyp, n), Counter()
+            for x in refs:
+                most |= ngrams(x, n)
+            matches[n - 1] += sum(min(k, most[g]) for g, k in counts.items())
+            totals[n - 1] += sum(counts.values())
+    if min(matches) == 0:
+        return 0.0
+    p1, p2, p3, p4 = (m / t for m, t in zip(matches, totals))
+    brevity = 1.0 if c >= r else math.exp(1 - r / c)
+    return 100 * brevity * (p1 * p2 * p3 * p4) ** 0.25
+"""
+
+
+def test_an_honest_bleu_written_with_the_textbook_formula_keeps_its_points_on_every_seed(course_root):
+    # (p1 p2 p3 p4) ** 0.25 differs from exp(mean(log p)) in the 14th digit: the grader compared the Python float
+    # exactly, and this answer got 13/16 or 16/16 by the draw. Now every number is compared within the tolerance.
+    ex = registry.get("3.5")
+    answer, _ = _answer(course_root, 3, ex, TEXTBOOK_BLEU)
+    differs = False
+    for seed in COMPARED_SEEDS:
+        for case in ex.cases(seed):
+            expected, got = registry.run_case(ex, ex.reference, case), registry.run_case(ex, answer, case)
+            differs |= expected != got
+            assert registry.verdict(ex, case, got) is None, (seed, case.label, expected, got)
+    assert differs, "the two formulas agree exactly on every case: this test no longer tests the tolerance"

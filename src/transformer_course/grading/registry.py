@@ -211,6 +211,10 @@ def _plain_data(value: Any) -> bool:
     return isinstance(value, (int, float, str, bool)) or value is None
 
 
+def _real(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _count(value: Any) -> str:
     return "" if len(value) == 0 else f"{len(value)}: "
 
@@ -275,6 +279,14 @@ def compare(
             if problem:
                 return problem
         return None
+    if _real(expected) and _real(actual) and isinstance(expected, float):
+        # A number returned as a Python float (a BLEU score) is compared within the tolerance as a tensor is:
+        # (p1 p2 p3 p4) ** 0.25 and exp(mean(log p)) differ in the 14th digit, and both are right.
+        if math.isnan(expected) and math.isnan(actual):
+            return None
+        if abs(actual - expected) <= atol + rtol * abs(expected):
+            return None
+        return f"{where} should be {expected!r}, got {actual!r} (a difference of {abs(actual - expected):.3g})"
     if expected != actual:
         return f"{where} should be {expected!r}, got {actual!r:.60}"
     return None

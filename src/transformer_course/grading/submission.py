@@ -160,6 +160,15 @@ _MACHINERY = (
 )
 
 
+# Cell magics whose body is plain Python and that change nothing it computes: the body is graded as it is.
+PYTHON_CELL_MAGICS = ("time", "timeit", "capture", "prun")
+
+
+def _python_cell_magic(source: str) -> bool:
+    first = source.lstrip().split("\n", 1)[0]
+    return first.startswith("%%") and first[2:].split(" ", 1)[0].strip() in PYTHON_CELL_MAGICS
+
+
 def clean_source(source: str) -> tuple[str, str | None]:
     """The cell as plain Python: IPython magics and shell lines become ``pass`` (they are not run during
     grading), so that the code the static check reads is the code that runs. Returns (code, note)."""
@@ -218,8 +227,8 @@ def static_problem(
     on PyTorch's calls while the student's function runs.
     """
     code, _ = clean_source(source)
-    if code.lstrip().startswith("pass") and source.lstrip().startswith("%%"):
-        return "the cell is a cell magic (%%...), which grading does not run"
+    if code.lstrip().startswith("pass") and source.lstrip().startswith("%%") and not _python_cell_magic(source):
+        return "the cell is a cell magic (%%...) whose body is not Python, which grading does not run"
     try:
         tree = ast.parse(code)
     except SyntaxError:
