@@ -54,3 +54,12 @@ def test_a_malformed_input_gets_a_sentence(edit, words):
     case = registry.Case("t = 3, d_k = 2", (3, 2))
     problem = verdict(EX, case, edit(_valid()))
     assert problem is not None and words in problem, problem
+
+
+def test_an_input_on_which_the_correct_attention_overflows_catches_nothing():
+    # Issue 32: q = k = 1e160 made every score overflow; the correct attention was NaN and so "every bug failed".
+    case = EX.cases(PUBLIC_SEED)[0]
+    t, d_k = case.args
+    huge = torch.full((t, d_k), 1e160, dtype=torch.float64)
+    answer = (huge, huge.clone(), torch.randn(t, 2, dtype=torch.float64), torch.ones(t, t, dtype=torch.bool).tril())
+    assert "the correct attention itself is not finite" in verdict(EX, case, answer)

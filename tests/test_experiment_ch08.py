@@ -26,7 +26,7 @@ def _untrained(seed: int = 0) -> dict:
 def test_the_reference_passes_the_public_and_hidden_cases(case):
     weights = registry.run_case(EX, EX.reference, case)
     assert registry.verdict(EX, case, weights) is None
-    right, *_ = ch08.copy_score(weights, case.args[0])
+    right, *_ = ch08.copy_score(weights, case.judged["strings_seed"])
     assert right >= 0.95 * ch08.COPY_STRINGS  # a margin over the 90% the judge asks for
 
 
@@ -39,8 +39,20 @@ def test_each_mistake_fails_a_public_case(mistake):
 def test_the_cases_are_seeds_and_the_judge_strings_differ_between_them():
     seeds = [c.args[0] for c in CASES]
     assert all(type(s) is int for s in seeds) and len(set(seeds)) == len(seeds)
-    first, second = (ch08._copy_strings(s)[0] for s in seeds[:2])
+    tests = [c.judged["strings_seed"] for c in CASES]
+    first, second = (ch08._copy_strings(s)[0] for s in tests[:2])
     assert first.shape == (ch08.COPY_STRINGS, 8) and not torch.equal(first, second)
+
+
+def test_the_student_function_never_receives_the_seed_of_the_judge_strings():
+    # Issue 32: the judge's strings came from the training seed + 7919, which a function given that seed could
+    # draw and train on. Their seed is drawn apart and travels in Case.judged, which the grader never sends.
+    from transformer_course.grading.grader import _encode_case
+
+    for seed in (registry.PUBLIC_SEED, registry.HIDDEN_SEED, 1, 2):
+        for case in EX.cases(seed):
+            sent = repr(_encode_case(case))
+            assert str(case.judged["strings_seed"]) not in sent and case.judged["strings_seed"] not in case.args
 
 
 def test_untrained_weights_fail_with_the_numbers():

@@ -172,7 +172,8 @@ def test_command_line_on_a_folder(course_root, tmp_path):
     assert all({"name", "score", "max_score", "output", "status"} <= set(t) for t in alice["tests"])
     assert "not valid JSON" in (out / "bob" / "summary.md").read_text()
     # File names are escaped for Markdown in the summary: an underscore would otherwise start emphasis.
-    assert f"| 05\\_self\\_attention.ipynb | {full} | {full} |" in (out / "summary.md").read_text()
+    summary = (out / "summary.md").read_text()
+    assert f"| alice/05\\_self\\_attention.ipynb | alice\\_\\_05\\_self\\_attention/ | {full} | {full} |" in summary
     assert (out / "scores.csv").read_text().count("\n") == 3
 
 

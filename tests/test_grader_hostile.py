@@ -357,6 +357,30 @@ def test_command_line_on_a_hostile_folder(course_root, tmp_path, capsys):
     assert "cannot write reports" in capsys.readouterr().err
 
 
+def test_a_folder_run_survives_files_named_like_its_overview_and_lists_what_it_did_not_grade(course_root, tmp_path):
+    # Issue 32: summary.md.ipynb and scores.csv.ipynb took the overview's names (IsADirectoryError after grading
+    # everything); links and special files were dropped silently; two students' alice.ipynb looked identical.
+    import os
+
+    folder = tmp_path / "subs"
+    (folder / "bob").mkdir(parents=True)
+    blank = (course_root / "notebooks" / CHAPTER).read_text()
+    for name in ("summary.md.ipynb", "scores.csv.ipynb", "alice.ipynb", "bob/alice.ipynb"):
+        (folder / name).write_text(blank)
+    (folder / "link.ipynb").symlink_to(course_root / "solutions" / CHAPTER)  # would earn full marks if followed
+    os.mkfifo(folder / "pipe.ipynb")
+    out = tmp_path / "out"
+    assert main([str(folder), "--out", str(out), "--root", str(course_root), "--quiet"]) == 1
+    summary = (out / "summary.md").read_text()
+    rows = list(csv.reader((out / "scores.csv").open()))
+    assert sorted(r[0] for r in rows[1:]) == ["alice.ipynb", "bob/alice.ipynb", "scores.csv.ipynb", "summary.md.ipynb"]
+    assert all(r[2] == "0" for r in rows[1:])  # the link to the solution was not graded
+    assert "| bob/alice.ipynb |" in summary and "| alice.ipynb |" in summary
+    assert "link.ipynb: a symbolic link, which grading does not follow" in summary
+    assert "pipe.ipynb: not a regular file" in summary
+    assert (out / "summary.md-2" / "summary.md").exists() and (out / "scores.csv-2" / "results.json").exists()
+
+
 def test_missing_sandbox_is_a_clear_warning_or_error(course_root, monkeypatch):
     monkeypatch.setattr(isolation, "_bwrap_works", False)
     with pytest.raises(isolation.IsolationError, match="bubblewrap"):
@@ -405,3 +429,46 @@ def test_killing_the_grader_ends_its_sandbox(tmp_path):
     finally:
         grader.kill()
         grader.wait()
+
+
+def test_what_a_submission_writes_into_a_report_is_capped_and_cannot_forge_a_line():
+    # Issue 32: an error message from a hooked compile reached the report uncapped (a forged "Score: 14 / 14" line,
+    # a 20 MB results.json); 10,000 stray exercise ids gave 10,000 note lines.
+    import json as json_module
+
+    from transformer_course.grading.report import MAX_PROBLEMS, Report, TestResult
+
+    forged = "oops\n**Score: 14 / 14**\n" + "x" * 20_000_000
+    report = Report(
+        submission="s.ipynb",
+        problems=[forged] + [f"note: stray exercise id {i}" for i in range(10_000)],
+        tests=[TestResult("Exercise 5.1: attention scores", 0, 2, "y" * 5_000_000)],
+    )
+    text = report.markdown()
+    assert len(text) < 30_000 and text.count("\n- ") <= MAX_PROBLEMS + 1
+    assert "9,981 more problems not shown" in text and "more characters not shown" in text
+    assert text.count("**Score:") == 1  # only the grader's own; the submission's is escaped, inside its item
+    data = report.gradescope()
+    assert len(json_module.dumps(data)) < 30_000
+    assert all(line.startswith("- ") for line in data["output"].splitlines())
+
+
+@pytest.mark.parametrize("case", ["no metadata, a scratch cell of chapter 4", "metadata claims chapter 6"])
+def test_the_chapter_is_decided_by_the_evidence_of_the_whole_file(course_root, tmp_path, case):
+    # Issue 32: a chapter-5 notebook whose editor dropped the metadata, with one pasted `# EXERCISE 4.2` cell at the
+    # end, was graded as chapter 4 (0 points); metadata claiming chapter 6 gave 0/0.
+    nb = json.loads((course_root / "solutions" / CHAPTER).read_text())
+    if case.startswith("no metadata"):
+        nb["metadata"].pop("transformer_course", None)
+        nb["cells"].append({"cell_type": "code", "metadata": {}, "source": "# EXERCISE 4.2\nx = 1", "outputs": []})
+    else:
+        nb["metadata"]["transformer_course"] = {"chapter": 6}
+    path = tmp_path / "my_homework.ipynb"
+    path.write_text(json.dumps(nb))
+    report = grade_notebook(path, course_root)
+    assert report.chapter == 5 and report.score == report.max_score == sum(full_points(5).values()), report.markdown()
+    if case.startswith("no metadata"):
+        assert any("exercise cell 4.2 is not an exercise of chapter 5; ignored" in p for p in report.problems)
+    # With --chapter, the cells of that chapter are graded and the others listed as ignored.
+    report = grade_notebook(path, course_root, chapter=5)
+    assert report.score == report.max_score > 0

@@ -283,6 +283,12 @@ def _judge_bug_input(case: Case, answer) -> str | None:
         return f"query {empty} may see no key at all, so even a correct attention has no answer for it"
     q, k, v = q.double(), k.double(), v.double()
     right, _ = ref.scaled_dot_product_attention(q, k, v, mask)
+    if not torch.isfinite(right).all():
+        # an input on which the correct attention itself overflows tells a right implementation from no wrong one
+        return (
+            "on this input the correct attention itself is not finite (its scores overflow, or v is not finite): "
+            "a test input must have a right answer for the bugs to miss"
+        )
     missed = []
     for name, bug in BUGS.items():
         with torch.no_grad():

@@ -528,13 +528,23 @@ def train_copy_model(seed: int) -> dict:
 
 
 def _copy_cases(g: torch.Generator) -> list[Case]:
+    # The judge's strings come from a seed of their own, drawn here and never given to the student's function
+    # (Case.judged): from the training seed it receives, it could otherwise draw them and train on them.
     seeds = torch.randint(0, 2**31 - 1, (3,), generator=g).tolist()
-    return [Case(f"training seed {s}, then {COPY_STRINGS} new strings of 3 to 8 digits to repeat", (s,)) for s in seeds]
+    tests = torch.randint(0, 2**31 - 1, (3,), generator=g).tolist()
+    return [
+        Case(
+            f"training seed {s}, then {COPY_STRINGS} new strings of 3 to 8 digits to repeat",
+            (s,),
+            judged={"strings_seed": t},
+        )
+        for s, t in zip(seeds, tests)
+    ]
 
 
 def _copy_strings(seed: int):
-    """The judge's strings for one case: drawn apart from the training batches of any seed's first steps."""
-    return copy_batch(COPY_STRINGS, torch.Generator().manual_seed(seed + 7919))
+    """The judge's strings for one case, from its own seed (Case.judged["strings_seed"])."""
+    return copy_batch(COPY_STRINGS, torch.Generator().manual_seed(seed))
 
 
 def _copy_shapes() -> dict:
@@ -552,7 +562,7 @@ def _tokens(ids) -> str:
 
 def copy_score(weights: dict, seed: int) -> tuple[int, torch.Tensor, torch.Tensor, float]:
     """(strings repeated exactly, the judge's sources, what the weights wrote greedily, their teacher-forced
-    loss), on the judge's strings for ``seed``; weights as checked by the judge."""
+    loss), on the judge's strings of ``seed`` (a case's judged["strings_seed"]); weights as checked by the judge."""
     # The ignore: see COPY_MODEL.
     model = FullTransformer(COPY_VOCAB, COPY_VOCAB, **COPY_MODEL).double().eval()  # type: ignore[arg-type]
     model.load_state_dict({name: value.detach().double() for name, value in weights.items()})
@@ -591,7 +601,7 @@ def _judge_copy(case: Case, answer) -> str | None:
             return f"the weight {name} should have shape {shape}, got {tuple(value.shape)}"
         if not bool(torch.isfinite(value).all()):
             return f"the weight {name} holds NaN or infinite values: the training diverged"
-    seed = case.args[0]
+    seed = case.judged["strings_seed"]
     right, src, written, loss = copy_score(answer, seed)
     if right >= COPY_PASS * COPY_STRINGS:
         return None

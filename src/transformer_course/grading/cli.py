@@ -30,6 +30,8 @@ from .grader import grade_notebook, secret_seed
 from .report import Report, md_escape
 from .submission import without_exercises
 
+OVERVIEW = ("summary.md", "scores.csv")  # what a folder run writes beside the submissions' report folders
+
 
 def _slug(path: Path, base: Path | None) -> str:
     rel = path.relative_to(base) if base is not None else Path(path.name)
@@ -105,6 +107,23 @@ def submissions_in(path: Path, exclude: Path | None = None) -> list[Path]:
     return found
 
 
+def unusual_in(folder: Path, exclude: Path | None = None) -> list[tuple[str, str]]:
+    """The entries of a folder that are neither folders nor regular files, each with why it is not graded:
+    symbolic links (a link could point at another student's file, or out of the folder) and special files."""
+    skip = exclude.resolve() if exclude is not None else None
+    found = []
+    for p in sorted(folder.rglob("*")):
+        if any(part.startswith(".") for part in p.relative_to(folder).parts) or ".ipynb_checkpoints" in p.parts:
+            continue
+        if skip is not None and (p.absolute() == skip or skip in p.absolute().parents):
+            continue
+        if p.is_symlink():
+            found.append((str(p), "a symbolic link, which grading does not follow"))
+        elif not p.is_dir() and not p.is_file():
+            found.append((str(p), "not a regular file (a pipe, socket or device)"))
+    return found
+
+
 def _jobs(parser, submissions: list[Path], out: Path, root: Path) -> tuple[list[tuple[Path, Path | None]], list]:
     """The notebooks to grade, each with the folder it was found in (None: given by name), and the files skipped,
     each with why: not a notebook, or a course notebook without exercises."""
@@ -115,6 +134,7 @@ def _jobs(parser, submissions: list[Path], out: Path, root: Path) -> tuple[list[
             parser.error(f"no such file or folder: {given}")
         found = submissions_in(given, exclude=out)
         if given.is_dir():
+            skipped += unusual_in(given, exclude=out)
             skipped += [(str(p), "not a notebook") for p in found if p.suffix != ".ipynb"]
             found = [p for p in found if p.suffix == ".ipynb"]
             if not found:
@@ -175,7 +195,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     reports: list[tuple[str, Report]] = []
-    taken = {"summary", "scores"}  # the overview's own names: a submission called summary.ipynb gets summary-2/
+    shown: dict[
+        str, str
+    ] = {}  # report folder -> the submission's path, as given (two students' files may share a name)
+    # The overview's own names: a submission called summary.ipynb or summary.md.ipynb gets a folder of another name.
+    taken = {"summary", "scores", *OVERVIEW}
     for path, base in jobs:
         slug = _unique(_slug(path, base), taken | {s for s, _ in reports})
         folder = out / slug
@@ -198,10 +222,11 @@ def main(argv: list[str] | None = None) -> int:
         )
         _write(folder, report)
         reports.append((slug, report))
+        shown[slug] = str(path.relative_to(base)) if base is not None else str(path)
         if not args.quiet:
             _say(path, folder, report)
     if len(reports) > 1 or skipped:
-        _write_overview(out, reports, skipped)
+        _write_overview(out, reports, skipped, shown)
 
     failing = [slug for slug, r in reports if r.max_score == 0 or r.score < args.pass_mark * r.max_score]
     print(
@@ -223,16 +248,19 @@ def csv_cell(value: object) -> str:
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
-def _write_overview(out: Path, reports: list[tuple[str, Report]], skipped: list[tuple[str, str]]) -> None:
-    lines = ["# Grading summary", "", "| submission | score | max | problems |", "|---|---|---|---|"]
-    for _slug, r in reports:
+def _write_overview(
+    out: Path, reports: list[tuple[str, Report]], skipped: list[tuple[str, str]], shown: dict[str, str]
+) -> None:
+    lines = ["# Grading summary", "", "| submission | report | score | max | problems |", "|---|---|---|---|---|"]
+    for slug, r in reports:
         lines.append(
-            f"| {md_escape(r.submission)} | {r.score:g} | {r.max_score:g} | {md_escape('; '.join(r.problems))} |"
+            f"| {md_escape(shown.get(slug, r.submission))} | {md_escape(slug)}/ | {r.score:g} | {r.max_score:g} | "
+            f"{md_escape('; '.join(r.problems))} |"
         )
     if skipped:
         lines += ["", "Not graded:", ""] + [f"- {md_escape(p)}: {md_escape(why)}" for p, why in skipped]
-    (out / "summary.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    with open(out / "scores.csv", "w", newline="", encoding="utf-8") as f:
+    (out / OVERVIEW[0]).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with open(out / OVERVIEW[1], "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
         names = sorted({t.name for _, r in reports for t in r.tests})
         writer.writerow(["submission", "report", "score", "max_score", *names])
@@ -240,7 +268,7 @@ def _write_overview(out: Path, reports: list[tuple[str, Report]], skipped: list[
             by_name = {t.name: t.score for t in r.tests}
             writer.writerow(
                 [
-                    csv_cell(r.submission),
+                    csv_cell(shown.get(slug, r.submission)),
                     csv_cell(slug),
                     f"{r.score:g}",
                     f"{r.max_score:g}",

@@ -50,6 +50,9 @@ class Case:
     kwargs: dict = field(default_factory=dict)
     init: dict | None = None
     state: dict | None = None
+    # What only the judge of an experiment reads, never sent to the student's code: e.g. the seed of 8.6's test
+    # strings, which a function given it could otherwise draw and train on.
+    judged: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["Report", "TestResult", "fenced", "md_escape"]
+__all__ = ["Report", "TestResult", "capped", "fenced", "md_escape"]
+
+# What a submission can make the report say is capped: its error messages and notes come back as problems, and
+# its output as a test's output. Past these limits the rest is cut, and the report says how much.
+PROBLEM_CHARS = 500  # one problem, on one line
+MAX_PROBLEMS = 20
+OUTPUT_CHARS = 6000  # one exercise's output
+
+
+def capped(text: str, limit: int) -> str:
+    text = str(text)
+    return text if len(text) <= limit else f"{text[:limit]} [... {len(text) - limit:,} more characters not shown]"
+
+
+def _capped_problems(problems: list[str]) -> list[str]:
+    kept = [capped(" ".join(str(p).split()), PROBLEM_CHARS) for p in problems[:MAX_PROBLEMS]]
+    if len(problems) > MAX_PROBLEMS:
+        kept.append(f"[... {len(problems) - MAX_PROBLEMS:,} more problems not shown]")
+    return kept
 
 
 @dataclass
@@ -51,7 +69,10 @@ class Report:
             "score": self.score,
             "max_score": self.max_score,
             "execution_time": round(self.seconds, 1),
-            "output": "\n".join(self.problems + ([self.isolation] if "WARNING" in self.isolation else []))
+            "output": "\n".join(
+                [f"- {p}" for p in _capped_problems(self.problems)]  # each on a line of its own, marked as an item
+                + ([self.isolation] if "WARNING" in self.isolation else [])
+            )
             or "Graded every exercise.",
             "stdout_visibility": "visible",
             "tests": [
@@ -61,7 +82,7 @@ class Report:
                     "score": t.score,
                     "max_score": t.max_score,
                     "status": t.status,
-                    "output": t.output,
+                    "output": capped(t.output, OUTPUT_CHARS),
                 }
                 for t in self.tests
             ],
@@ -75,14 +96,14 @@ class Report:
         if "WARNING" in self.isolation:
             head += f"> {md_escape(self.isolation)}\n\n"
         if self.problems:
-            head += "".join(f"- {md_escape(p)}\n" for p in self.problems) + "\n"
+            head += "".join(f"- {md_escape(p)}\n" for p in _capped_problems(self.problems)) + "\n"
         if self.tests:
             head += "| exercise | score | status |\n|---|---|---|\n"
             head += "".join(
                 f"| {md_escape(t.name)} | {t.score:g} / {t.max_score:g} | {t.verdict} |\n" for t in self.tests
             )
             for t in self.tests:
-                head += f"\n## {md_escape(t.name)}\n\n{fenced(t.output)}\n"
+                head += f"\n## {md_escape(t.name)}\n\n{fenced(capped(t.output, OUTPUT_CHARS))}\n"
         return head
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -73,12 +74,13 @@ def extract(data: dict, path: Path, expected_chapter: int | None = None) -> Extr
             notes.append(f"exercise {ex_id} appears more than once; the first cell is graded")
             continue
         sources[ex_id] = text
-    chapter = _chapter(data, sources, path)
+    chapter = _chapter(data, sources, path, expected_chapter)
     named = re.match(r"(\d+)_", path.name)
-    if expected_chapter is not None and chapter != expected_chapter:
+    others = sorted({int(i.split(".")[0]) for i in sources} - {chapter})
+    if expected_chapter is not None and not any(i.startswith(f"{chapter}.") for i in sources) and others:
         raise SubmissionError(
-            f"{path.name} is a notebook of chapter {chapter}, but chapter {expected_chapter} is being "
-            "graded (--chapter); nothing was graded"
+            f"{path.name} holds the exercises of chapter {', '.join(map(str, others))}, but chapter {chapter} is "
+            "being graded (--chapter); nothing was graded"
         )
     if named and int(named.group(1)) != chapter:
         notes.append(
@@ -128,17 +130,27 @@ def without_exercises(path: Path, root: Path) -> str | None:
     return f"a notebook without exercises (chapter {chapter}'s are in {exercises})"
 
 
-def _chapter(data: dict, sources: dict[str, str], path: Path) -> int:
+def _chapter(data: dict, sources: dict[str, str], path: Path, expected: int | None = None) -> int:
+    """The chapter a submission is graded as: the one given (--chapter), else the evidence of the whole file.
+
+    The exercise cells vote, one each, for their chapter (a scratch cell pasted from another chapter is outvoted);
+    a tie goes to the chapter the file is named after, then to the notebook's metadata. Without exercise cells
+    the metadata, then the file name, say which chapter's exercises are missing."""
+    if expected is not None:
+        if expected not in registry.CHAPTER_MODULES:
+            raise SubmissionError(f"chapter {expected} has no graded exercises (--chapter)")
+        return expected
     meta = data.get("metadata")
     course = meta.get("transformer_course") if isinstance(meta, dict) else None
-    candidates = []
-    if isinstance(course, dict) and isinstance(course.get("chapter"), int):
-        candidates.append(course["chapter"])
-    candidates += sorted({int(i.split(".")[0]) for i in sources})
+    claimed = course.get("chapter") if isinstance(course, dict) and isinstance(course.get("chapter"), int) else None
     match = re.match(r"(\d+)_", path.name)
-    if match:
-        candidates.append(int(match.group(1)))
-    for chapter in candidates:
+    named = int(match.group(1)) if match else None
+    votes = Counter(c for c in (int(i.split(".")[0]) for i in sources) if c in registry.CHAPTER_MODULES)
+    if votes:
+        most = max(votes.values())
+        tied = sorted(c for c, n in votes.items() if n == most)
+        return next((c for c in (named, claimed) if c in tied), tied[0])
+    for chapter in (claimed, named):
         if chapter in registry.CHAPTER_MODULES:
             return chapter
     raise SubmissionError(
