@@ -10,15 +10,17 @@ import csv
 import json
 import os
 import secrets
+import shutil
 from pathlib import Path
 
 import pytest
 
 from gradertools import full_points, scores, with_cells
 from transformer_course.grading import isolation, registry, sandbox
-from transformer_course.grading.cli import csv_cell, main
+from transformer_course.grading.cli import main
 from transformer_course.grading.grader import Report, grade_notebook
 from transformer_course.grading.grader import TestResult as Result
+from transformer_course.grading.overview import csv_cell
 from transformer_course.grading.submission import static_problem
 
 CHAPTER = "05_self_attention.ipynb"
@@ -472,3 +474,29 @@ def test_the_chapter_is_decided_by_the_evidence_of_the_whole_file(course_root, t
     # With --chapter, the cells of that chapter are graded and the others listed as ignored.
     report = grade_notebook(path, course_root, chapter=5)
     assert report.score == report.max_score > 0
+
+
+def test_jobs_grade_several_submissions_at_once_with_the_same_reports(course_root, tmp_path):
+    # Issue 32: a class folder was graded one submission after another. --jobs N grades N at once, each in a process
+    # and a sandbox of its own; with a key (the seed hashes each file), the reports are those of one at a time.
+    folder = tmp_path / "subs"
+    folder.mkdir()
+    solved, blank = (course_root / d / CHAPTER for d in ("solutions", "notebooks"))
+    for i in range(2):
+        shutil.copy(solved if i % 2 == 0 else blank, folder / f"student{i}.ipynb")
+    key = tmp_path / "key"
+    key.write_text("a secret")
+    outputs = {}
+    for jobs in (1, 2):
+        out = tmp_path / f"out{jobs}"
+        args = [str(folder), "--out", str(out), "--root", str(course_root), "--key-file", str(key), "--quiet"]
+        assert main(args + ["--jobs", str(jobs)]) == 1
+        outputs[jobs] = {
+            p.parent.name: {k: v for k, v in json.loads(p.read_text()).items() if k != "execution_time"}
+            for p in out.glob("*/results.json")
+        }
+        assert (out / "scores.csv").read_text().count("\n") == 3
+    assert outputs[1] == outputs[2] and len(outputs[1]) == 2
+    assert [outputs[2][f"student{i}"]["score"] for i in range(2)] == [14, 0]
+    with pytest.raises(SystemExit):
+        main([str(folder), "--jobs", "0"])

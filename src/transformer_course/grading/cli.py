@@ -17,20 +17,20 @@ Exit status: 0 when every submission reaches the pass mark, 1 when one does not,
 from __future__ import annotations
 
 import argparse
-import csv
 import json
+import multiprocessing
 import os
 import re
 import sys
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 from ..repository import course_root
 from . import isolation
 from .grader import grade_notebook, secret_seed
-from .report import Report, md_escape
+from .overview import OVERVIEW, write_overview
+from .report import Report
 from .submission import without_exercises
-
-OVERVIEW = ("summary.md", "scores.csv")  # what a folder run writes beside the submissions' report folders
 
 
 def _slug(path: Path, base: Path | None) -> str:
@@ -87,6 +87,9 @@ def _parser() -> argparse.ArgumentParser:
         "--root", type=Path, default=None, help="the course folder with notebooks/ (default: found from the package)"
     )
     parser.add_argument("--quiet", action="store_true", help="print only the final line")
+    parser.add_argument(
+        "--jobs", type=int, default=1, help="submissions graded at once, each in its own sandbox (default: 1)"
+    )
     return parser
 
 
@@ -177,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not 0 <= args.pass_mark <= 1:
         parser.error("--pass-mark is a fraction between 0 and 1")
+    if args.jobs < 1:
+        parser.error("--jobs is a number of submissions graded at once, at least 1")
     if args.cell_timeout < 1 or args.timeout < 1:
         parser.error("time limits are positive numbers of seconds")
     try:
@@ -194,39 +199,12 @@ def main(argv: list[str] | None = None) -> int:
     if not _writable(out):
         return 2
 
-    reports: list[tuple[str, Report]] = []
-    shown: dict[
-        str, str
-    ] = {}  # report folder -> the submission's path, as given (two students' files may share a name)
-    # The overview's own names: a submission called summary.ipynb or summary.md.ipynb gets a folder of another name.
-    taken = {"summary", "scores", *OVERVIEW}
-    for path, base in jobs:
-        slug = _unique(_slug(path, base), taken | {s for s, _ in reports})
-        folder = out / slug
-        # Written first, replaced at the end: if the grading process itself is killed, this is what remains.
-        placeholder = Report(
-            submission=path.name,
-            problems=["grading did not finish: the grader was killed while it ran this submission"],
-        )
-        if not _writable(folder, placeholder):
-            return 2
-        report = grade_notebook(
-            path,
-            root,
-            cell_timeout=args.cell_timeout,
-            timeout=args.timeout,
-            chapter=args.chapter,
-            isolation=resolved,
-            seed=secret_seed(key, path.read_bytes()) if key else None,
-            memory_mb=args.memory,
-        )
-        _write(folder, report)
-        reports.append((slug, report))
-        shown[slug] = str(path.relative_to(base)) if base is not None else str(path)
-        if not args.quiet:
-            _say(path, folder, report)
+    graded = _grade_all(jobs, out, root, args, resolved, key)
+    if graded is None:
+        return 2
+    reports, shown = graded
     if len(reports) > 1 or skipped:
-        _write_overview(out, reports, skipped, shown)
+        write_overview(out, reports, skipped, shown)
 
     failing = [slug for slug, r in reports if r.max_score == 0 or r.score < args.pass_mark * r.max_score]
     print(
@@ -235,46 +213,63 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if failing else 0
 
 
+def _grade_all(jobs, out: Path, root: Path, args, resolved, key: bytes):
+    """Grade every job, args.jobs at a time (each in a process and a sandbox of its own), writing each report as it
+    comes. Returns ([(report folder, report)] in the order of the jobs, {report folder: path shown}), or None
+    when a report folder cannot be written."""
+    slugs: list[str] = []
+    shown: dict[str, str] = {}  # report folder -> the submission's path as given: two students' files may share a name
+    taken = {"summary", "scores", *OVERVIEW}  # a submission named summary(.md).ipynb gets a folder of another name
+    for path, base in jobs:
+        slug = _unique(_slug(path, base), taken | set(slugs))
+        # Written first, replaced at the end: if the grading process itself is killed, this is what remains.
+        placeholder = Report(
+            submission=path.name,
+            problems=["grading did not finish: the grader was killed while it ran this submission"],
+        )
+        if not _writable(out / slug, placeholder):
+            return None
+        slugs.append(slug)
+        shown[slug] = str(path.relative_to(base)) if base is not None else str(path)
+    options = {
+        "cell_timeout": args.cell_timeout,
+        "timeout": args.timeout,
+        "chapter": args.chapter,
+        "isolation": resolved,
+        "memory_mb": args.memory,
+    }
+    calls = [(path, root, secret_seed(key, path.read_bytes()) if key else None, options) for path, _ in jobs]
+    reports: dict[str, Report] = {}
+
+    def done(slug: str, path: Path, report: Report) -> None:
+        _write(out / slug, report)
+        reports[slug] = report
+        if not args.quiet:
+            _say(path, out / slug, report)
+
+    if args.jobs <= 1 or len(calls) <= 1:
+        for slug, call in zip(slugs, calls):
+            done(slug, call[0], _grade_one(call))
+    else:
+        # Processes, not threads: the grader computes the references in its own process, with PyTorch's global state.
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=args.jobs, mp_context=context) as pool:
+            futures = {pool.submit(_grade_one, call): (slug, call[0]) for slug, call in zip(slugs, calls)}
+            for future in as_completed(futures):
+                done(*futures[future], future.result())
+    return [(slug, reports[slug]) for slug in slugs], shown
+
+
+def _grade_one(call) -> Report:
+    path, root, seed, options = call
+    return grade_notebook(path, root, seed=seed, **options)
+
+
 def _write(folder: Path, report: Report) -> None:
     (folder / "results.json").write_text(
         json.dumps(report.gradescope(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
     )
     (folder / "summary.md").write_text(report.markdown(), encoding="utf-8")
-
-
-def csv_cell(value: object) -> str:
-    """A CSV field that a spreadsheet shows as text: no formula, whatever a file was named."""
-    text = str(value)
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
-
-
-def _write_overview(
-    out: Path, reports: list[tuple[str, Report]], skipped: list[tuple[str, str]], shown: dict[str, str]
-) -> None:
-    lines = ["# Grading summary", "", "| submission | report | score | max | problems |", "|---|---|---|---|---|"]
-    for slug, r in reports:
-        lines.append(
-            f"| {md_escape(shown.get(slug, r.submission))} | {md_escape(slug)}/ | {r.score:g} | {r.max_score:g} | "
-            f"{md_escape('; '.join(r.problems))} |"
-        )
-    if skipped:
-        lines += ["", "Not graded:", ""] + [f"- {md_escape(p)}: {md_escape(why)}" for p, why in skipped]
-    (out / OVERVIEW[0]).write_text("\n".join(lines) + "\n", encoding="utf-8")
-    with open(out / OVERVIEW[1], "w", newline="", encoding="utf-8") as f:
-        writer = csv.writer(f)
-        names = sorted({t.name for _, r in reports for t in r.tests})
-        writer.writerow(["submission", "report", "score", "max_score", *names])
-        for slug, r in reports:
-            by_name = {t.name: t.score for t in r.tests}
-            writer.writerow(
-                [
-                    csv_cell(shown.get(slug, r.submission)),
-                    csv_cell(slug),
-                    f"{r.score:g}",
-                    f"{r.max_score:g}",
-                    *[by_name.get(n, "") for n in names],
-                ]
-            )
 
 
 if __name__ == "__main__":
