@@ -24,6 +24,7 @@ LIVE = "div.attn-explorer.attn-explorer-live"  # the explorer of a sentence type
 TYPED = "The cat sleeps on the sofa."  # the sentence of that cell
 TOLERANCE = 1e-3  # the page stores thousandths: a head's weight is 0.0005 at most from the model's, so is a mean
 EOS = 2
+IDS = 5  # the elements with an id in one explorer: the captions of the two rows, of the beam and of its two lists
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +136,7 @@ def test_the_explorer_of_a_typed_sentence_is_drawn_beside_the_books(chapter, ref
     page, _ = chapter
     assert page.locator("div.attn-explorer").count() == 2 and page.locator(f"{LIVE}.attn-ready").count() == 1
     ids = page.evaluate("() => [...document.querySelectorAll('div.attn-explorer [id]')].map(e => e.id)")
-    assert len(ids) == len(set(ids)) == 4, ids
+    assert len(ids) == len(set(ids)) == 2 * IDS, ids
     assert TYPED in page.text_content(f"{LIVE} select.attn-sentence")
     page.focus(f'{LIVE} .attn-token[data-side="q"][data-index="1"]')  # what it opens on: the last layer's cross
     maps, source = expected_maps(reference, TYPED)
@@ -163,6 +164,126 @@ def test_the_keyboard_moves_along_the_tokens(chapter):
     assert page.evaluate(active)[0] == "k"
     status = page.text_content(f"{BOOK} .attn-status")
     assert "is read most by" in status, status
+
+
+def beam_settings(page):
+    """The beam's size and alpha, as the title of the beam's steps says them."""
+    import re
+
+    title = page.text_content(f"{BOOK} .attn-beam .attn-caption")
+    found = re.match(r"The beam \(K = (\d+), \u03b1 = ([0-9.]+)\), step by step: (\d+) steps", title)
+    assert found, title
+    return {"beam_size": int(found[1]), "alpha": float(found[2]), "steps": int(found[3])}
+
+
+def hypotheses_shown(page):
+    """The beam's lists as the page shows them: live (pieces, log P) and finished (pieces, score), and the chosen."""
+    return page.evaluate(
+        f"""() => {{
+          const read = (list, key) => [...document.querySelectorAll(`{BOOK} ol.${{list}} li[data-pieces]`)].map(
+            (li) => [JSON.parse(li.dataset.pieces), Number(li.dataset[key])]);
+          const chosen = document.querySelector('{BOOK} .attn-chosen').dataset.pieces;
+          return {{live: read('attn-live', 'logp'), done: read('attn-done', 'score'),
+                   chosen: chosen === undefined ? null : JSON.parse(chosen)}};
+        }}"""
+    )
+
+
+@pytest.mark.parametrize("text", ["I'm home, Mom!", "Tom is a dwarf."])
+def test_the_keyboard_steps_through_the_beam_and_it_is_the_packages(chapter, reference, text):
+    from transformer_course.decoding import beam_search
+    from transformer_course.explorer_beam import beam_steps, hypotheses
+
+    page, _ = chapter
+    choose(page, text, "cross", 1, None)
+    model, tokenizer, _ = reference
+    data = beam_settings(page)
+    src_ids = tokenizer.encode(text)
+    limit = int(1.5 * len(src_ids)) + 10
+    trace = beam_steps(model, src_ids, data["beam_size"], limit, data["alpha"])
+    piece = lambda t: "<eos>" if t == EOS else tokenizer.decode([t]).replace(" ", "_")
+    n = len(trace.steps)
+    assert data["steps"] == n
+    page.focus(f"{BOOK} input.attn-step-range")  # the step's slider, labelled "Step"
+    assert page.evaluate("() => document.activeElement.closest('label').textContent") == "Step"
+    page.keyboard.press("Home")
+    for step in range(1, n + 1):
+        if step > 1:
+            page.keyboard.press("ArrowRight")
+        assert page.get_attribute(f"{BOOK} input.attn-step-range", "aria-valuetext") == f"step {step} of {n}"
+        assert page.text_content(f"{BOOK} .attn-beam-status").startswith(f"Step {step} of {n}:")
+        live, finished = hypotheses(trace, step)
+        on_page = hypotheses_shown(page)
+        assert [p for p, _ in on_page["live"]] == [[piece(t) for t in tokens] for tokens, _ in live]
+        assert all(abs(a - b) <= 5e-4 + 1e-9 for (_, a), (_, b) in zip(on_page["live"], live))
+        assert [p for p, _ in on_page["done"]] == [[piece(t) for t in tokens] for tokens, _ in finished]
+        assert all(abs(a - b) <= 5e-4 + 1e-9 for (_, a), (_, b) in zip(on_page["done"], finished))
+        assert (on_page["chosen"] is None) == (step < n)
+    # the last step names the chosen output: beam_search's, which the page shows above with its score
+    src = torch.tensor([src_ids])
+    result = beam_search(model, src, torch.ones_like(src, dtype=torch.bool), data["beam_size"], limit, data["alpha"])
+    chosen = [p for p in on_page["chosen"] if p != "<eos>"]
+    assert chosen == [piece(t) for t in result.tokens[0]]
+    beam_line = page.text_content(f"{BOOK} dl.attn-outputs dd:nth-of-type(2)")
+    assert beam_line.startswith(tokenizer.decode(result.tokens[0]) + " (log P")
+    assert beam_line.endswith(f"score {result.scores[0]:.2f})")
+    assert f"(score {result.scores[0]:.2f})".replace("-", "\u2212") in page.text_content(f"{BOOK} .attn-chosen")
+    page.keyboard.press("ArrowRight")  # at the last step it stays there
+    assert page.text_content(f"{BOOK} .attn-beam-status").startswith(f"Step {n} of {n}:")
+    page.focus(f"{BOOK} button.attn-step-prev")  # the buttons step too, and keep the focus
+    page.keyboard.press("Enter")
+    assert page.text_content(f"{BOOK} .attn-beam-status").startswith(f"Step {n - 1} of {n}:")
+    assert page.evaluate("() => document.activeElement.textContent") == "Previous step"
+    assert not page.errors, page.errors
+
+
+def gru_map(page):
+    """The GRU's heatmap beside the Transformer's: its weights (T_y, T_x) from its cells, its row labels, and where
+    the two maps are (bounding boxes)."""
+    return page.evaluate(
+        f"""() => {{
+          const fig = document.querySelector('{BOOK} figure.attn-gru-map');
+          if (!fig.checkVisibility()) return {{visible: false}};
+          const cells = [...fig.querySelectorAll('rect[data-k]')];
+          const rows = Math.max(...cells.map((c) => Number(c.dataset.q))) + 1;
+          const weights = Array.from({{length: rows}}, () => []);
+          for (const c of cells) weights[Number(c.dataset.q)][Number(c.dataset.k)] = Number(c.dataset.weight);
+          const box = (e) => {{ const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; }};
+          return {{weights, labels: [...fig.querySelectorAll('text')].map((t) => t.textContent),
+                   gru: box(fig.querySelector('svg')),
+                   main: box(document.querySelector('{BOOK} figure.attn-heatmap:not(.attn-gru-map) svg')),
+                   visible: true}};
+        }}"""
+    )
+
+
+def test_the_grus_alignment_is_drawn_beside_the_transformers(chapter, reference):
+    page, _ = chapter
+    model, tokenizer, gru = reference
+    for text, kind in (("I like tulips.", "cross"), ("Tom is a dwarf.", "encoder")):
+        choose(page, text, kind, 1, None)
+        maps, _ = expected_maps(reference, text)
+        expected = maps["gru"][0, 0].double()  # (T_y, T_x)
+        shown = gru_map(page)
+        assert shown["visible"]
+        assert torch.tensor(shown["weights"]).shape == expected.shape
+        assert (torch.tensor(shown["weights"], dtype=torch.float64) - expected).abs().max() <= TOLERANCE
+        src = torch.tensor([tokenizer.encode(text)])
+        out = gru.generate(src, torch.ones_like(src, dtype=torch.bool), int(1.5 * src.shape[1]) + 10)[0][0].tolist()
+        written = out[: out.index(EOS) + 1] if EOS in out else out
+        piece = lambda t: "<eos>" if t == EOS else tokenizer.decode([t]).replace(" ", "_")
+        assert shown["labels"] == [piece(t) for t in written]  # its own rows, labelled
+        left, top, right, bottom = shown["gru"]
+        assert left >= shown["main"][2] and top < shown["main"][3]  # beside the Transformer's, at 1280 px
+    page.set_viewport_size({"width": PHONE, "height": 900})
+    try:
+        shown = gru_map(page)
+        assert shown["gru"][1] >= shown["main"][3]  # on a phone, under it
+    finally:
+        page.set_viewport_size({"width": 1280, "height": 900})
+    choose(page, "I like tulips.", "gru", 0, None)  # the GRU alone: no second map
+    assert not gru_map(page)["visible"]
+    assert not page.errors, page.errors
 
 
 def test_nothing_scrolls_sideways_on_a_phone(chapter):

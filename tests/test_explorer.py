@@ -213,3 +213,82 @@ def test_a_model_off_the_cpu_is_refused_saying_what_to_do(model):
 
     with pytest.raises(ValueError, match=r"the model is on meta: the explorer runs on the CPU, pass model.cpu\(\)"):
         explorer_live.show("ab", copy.deepcopy(model).to("meta"), Letters())
+
+
+# --- explorer_beam: the beam's hypotheses step by step ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("beam_size", "alpha", "limit"), [(4, 0.6, None), (3, 0.0, None), (4, 1.0, 3), (1, 0.6, 5)])
+def test_the_stepped_beam_is_beam_search(model, beam_size, alpha, limit):
+    from transformer_course.decoding import beam_search
+    from transformer_course.explorer_beam import beam_steps, hypotheses
+
+    for text in TEXTS:
+        src_ids = Letters().encode(text)
+        max_len = limit or int(1.5 * len(src_ids)) + 10
+        src = torch.tensor([src_ids])
+        result = beam_search(model, src, torch.ones_like(src, dtype=torch.bool), beam_size, max_len, alpha)
+        trace = beam_steps(model, src_ids, beam_size, max_len, alpha, check=True)
+        # the same output and score, to the bit, and every finished hypothesis in the same order
+        assert trace.tokens == result.tokens[0] and trace.score == result.scores[0]
+        assert trace.finished == result.finished[0] and len(trace.steps) == result.steps
+        assert trace.stop == ("limit" if len(trace.steps) == max_len else "beam")  # out of room, or K finished
+        for step in range(1, len(trace.steps) + 1):
+            live, finished = hypotheses(trace, step)
+            assert len(live) == (beam_size if step < len(trace.steps) else 0)
+            assert [s for _, s in live] == sorted((s for _, s in live), reverse=True)  # best first
+            for tokens, log_prob in live:  # each live hypothesis's log P is the model's, teacher-forced
+                tgt = torch.tensor([[model.bos_id] + tokens])  # (1, t + 1): the decoder reads all but the last
+                mask = torch.ones_like(src, dtype=torch.bool)
+                logits = model.decode(model.encode(src, mask), mask, tgt[:, :-1]).float()  # (1, t, V)
+                expected = torch.log_softmax(logits, -1).gather(-1, tgt[:, 1:, None]).sum().item()
+                assert abs(log_prob - expected) < 1e-4, (text, step, tokens)
+        # the finished ones at the end, <eos> dropped, are beam_search's, in its order
+        assert [(score, [t for t in tokens if t != 2]) for tokens, score in finished] == result.finished[0]
+
+
+def test_the_pages_beam_data_spells_out_beam_searchs_output(model, data):
+    from transformer_course.decoding import beam_search
+
+    for sentence in data["sentences"]:
+        src_ids = Letters().encode(sentence["text"])
+        src = torch.tensor([src_ids])
+        result = beam_search(model, src, torch.ones_like(src, dtype=torch.bool), 4, int(1.5 * len(src_ids)) + 10)
+        prefixes, finished = [[]], []
+        for step in sentence["steps"]["steps"]:  # follow the back-pointers, as explorer.js does
+            finished += [(prefixes[b] + [piece], score) for b, piece, _, score in step["done"]]
+            prefixes = [prefixes[b] + [piece] for b, piece, _ in step["live"]]
+        finished.sort(key=lambda h: -h[1])
+        best = [p for p in finished[0][0] if p != "<eos>"]
+        assert "".join(best).replace("_", " ") == Letters().decode(result.tokens[0]) == sentence["beam"]["text"]
+        assert abs(finished[0][1] - result.scores[0]) <= 5e-4 and sentence["steps"]["stop"] in ("beam", "limit")
+        assert not sentence["steps"]["steps"][-1]["live"]  # the search has stopped
+
+
+def test_the_stepped_beam_refuses_bad_input(model, monkeypatch):
+    from transformer_course import explorer_beam
+
+    ids = Letters().encode("ab")
+    with pytest.raises(ValueError, match="beam_size must be a positive int, got 0"):
+        explorer_beam.beam_steps(model, ids, 0, 10)
+    with pytest.raises(ValueError, match="alpha must be a number from 0 to 10, got -1"):
+        explorer_beam.beam_steps(model, ids, 4, 10, alpha=-1)
+    with pytest.raises(ValueError, match="max_len must be a positive int, got 0"):
+        explorer_beam.beam_steps(model, ids, 4, 0)
+    with pytest.raises(TypeError, match="needs a transformer_course.transformer.Transformer"):
+        explorer_beam.beam_steps(torch.nn.Linear(2, 2), ids, 4, 10)
+    trace = explorer_beam.beam_steps(model, ids, 4, 10)
+    for step in (0, len(trace.steps) + 1, True, 1.0):
+        with pytest.raises(IndexError, match=f"step {step!r} is out of range: the search took steps 1 to"):
+            explorer_beam.hypotheses(trace, step)
+    # the check compares with beam_search itself: a beam search that differs is caught
+    real = explorer_beam.beam_search
+
+    def other(*args, **kwargs):
+        result = real(*args, **kwargs)
+        result.finished[0][0] = (result.finished[0][0][0] - 1e-6, result.finished[0][0][1])
+        return result
+
+    monkeypatch.setattr(explorer_beam, "beam_search", other)
+    with pytest.raises(AssertionError, match="the steps give"):
+        explorer_beam.beam_steps(model, ids, 4, 10, check=True)

@@ -106,13 +106,18 @@
     );
     tokens.append(help, queryCaption, queries, keyCaption, keys, status);
     const figure = element("figure", { class: "attn-heatmap" });
+    // chapter 4's GRU: its alignment beside the Transformer's map, when a kind of the Transformer's is shown
+    const gruFigure = element("figure", { class: "attn-heatmap attn-gru-map" });
+    const maps = element("div", { class: "attn-maps" });
+    maps.append(figure, gruFigure);
     const legend = element("p", { class: "attn-legend" });
     legend.append(element("span", {}, "0"), element("span", { class: "attn-ramp", "aria-hidden": "true" }));
     legend.append(element("span", {}, "1: the whole of a query's attention"));
     legend.querySelector(".attn-ramp").style.background = `linear-gradient(to right, ${RAMP.map(css).join(", ")})`;
     const body = element("div", { class: "attn-body" });
-    body.append(tokens, figure);
-    root.replaceChildren(controls, outputs, body, legend);
+    body.append(tokens, maps);
+    const beam = beamView();
+    root.replaceChildren(controls, outputs, body, legend, beam.box);
 
     // --- the numbers ---------------------------------------------------------------------------------------------
     const current = () => data.sentences[state.sentence];
@@ -157,6 +162,8 @@
           for (const [name, value] of Object.entries({ x: k, y: q, width: 1, height: 1, fill: css(colour(w)) }))
             cell.setAttribute(name, value);
           cell.dataset.q = String(q);
+          cell.dataset.k = String(k);
+          cell.dataset.weight = w.toFixed(3);
           svg.append(cell);
         }),
       );
@@ -170,8 +177,60 @@
         "aria-label",
         `Heatmap of all the weights shown: ${rows} rows, ${q}, by ${cols} columns, ${k}; darker is more weight.`,
       );
-      const caption = element("figcaption", {}, `Rows: ${q}, top to bottom. Columns: ${k}, left to right.`);
+      const who = paired() ? "The Transformer's map. " : "";
+      const caption = element("figcaption", {}, `${who}Rows: ${q}, top to bottom. Columns: ${k}, left to right.`);
       figure.replaceChildren(svg, caption);
+    }
+
+    // The GRU's alignment is drawn beside a map of the Transformer's, for the same sentence (not beside its own)
+    const paired = () => state.kind !== "gru" && Boolean(current().gru);
+
+    // The GRU's alignment (T_y, T_x) of its own translation, each row labelled by the piece it writes (in the SVG,
+    // left of its row); darker is more weight, as in the Transformer's map.
+    function gruMap() {
+      gruFigure.hidden = !paired();
+      body.classList.toggle("attn-paired", paired());
+      if (!paired()) return gruFigure.replaceChildren();
+      const s = current();
+      const rows = s.maps.gru[0][0];
+      const cols = s.source.length;
+      const names = s.gru.written;
+      const ns = "http://www.w3.org/2000/svg";
+      const side = Math.max(2, 0.42 * Math.max(...names.map((n) => n.length)) + 0.4); // the labels' width, in cells
+      const svg = document.createElementNS(ns, "svg");
+      svg.setAttribute("viewBox", `${-side} 0 ${side + cols} ${rows.length}`);
+      svg.setAttribute("role", "img");
+      svg.setAttribute("preserveAspectRatio", "xMinYMin meet");
+      svg.style.width = `${Math.min(24 * (side + cols), 360)}px`;
+      gruFigure.style.width = svg.style.width;
+      svg.style.aspectRatio = `${side + cols} / ${rows.length}`;
+      rows.forEach((row, q) => {
+        const label = document.createElementNS(ns, "text");
+        for (const [name, value] of Object.entries({ x: -0.2, y: q + 0.75, "text-anchor": "end" }))
+          label.setAttribute(name, value);
+        label.textContent = names[q];
+        svg.append(label);
+        for (let k = 0; k < cols; k++) {
+          const w = (row[k] || 0) / scale;
+          const cell = document.createElementNS(ns, "rect");
+          for (const [name, value] of Object.entries({ x: k, y: q, width: 1, height: 1, fill: css(colour(w)) }))
+            cell.setAttribute(name, value);
+          Object.assign(cell.dataset, { q: String(q), k: String(k), weight: w.toFixed(3) });
+          svg.append(cell);
+        }
+      });
+      svg.setAttribute(
+        "aria-label",
+        `Heatmap of the GRU's alignment: ${rows.length} rows, the pieces of its own translation ` +
+          `(${names.join(" ")}), by ${cols} columns, the source pieces; darker is more weight.`,
+      );
+      const caption = element(
+        "figcaption",
+        {},
+        `Chapter 4's GRU with attention, its alignment while it writes its own translation: rows labelled by ` +
+          `the pieces it writes, top to bottom. Columns: source pieces, left to right.`,
+      );
+      gruFigure.replaceChildren(svg, caption);
     }
 
     function shade(button, w) {
@@ -247,7 +306,111 @@
       tokenRow(keys, "k", labels("k"));
       state.index = Math.min(state.index, labels(state.side).length - 1);
       heatmap(weights());
+      gruMap();
       show();
+      beam.draw();
+    }
+
+    // --- the beam, step by step: data.sentences[i].steps[t - 1] = {live: [[back, piece, log P], ...], done: [[back,
+    // piece, log P, score], ...]}, best first; back is the index of the live hypothesis of step t - 1 that it extends
+    // (step 0: <bos> alone). A hypothesis is spelled out by following the back-pointers.
+    function beamView() {
+      const box = element("div", { class: "attn-beam", role: "group", "aria-labelledby": id("beam") });
+      const title = element("p", { class: "attn-caption", id: id("beam") });
+      const bar = element("div", { class: "attn-step-bar" });
+      const label = element("label", { class: "attn-control attn-step" });
+      const range = element("input", { type: "range", class: "attn-step-range", min: "1", step: "1" });
+      label.append(element("span", {}, "Step"), range);
+      const prev = element("button", { type: "button", class: "attn-step-prev" }, "Previous step");
+      const next = element("button", { type: "button", class: "attn-step-next" }, "Next step");
+      bar.append(label, prev, next);
+      const said = element("p", { class: "attn-status attn-beam-status", role: "status", "aria-live": "polite" });
+      const liveTitle = element("p", { class: "attn-caption", id: id("live") });
+      const live = element("ol", { class: "attn-hyps attn-live", "aria-labelledby": id("live") });
+      const doneTitle = element("p", { class: "attn-caption", id: id("done") });
+      const done = element("ol", { class: "attn-hyps attn-done", "aria-labelledby": id("done") });
+      const chosen = element("p", { class: "attn-chosen" });
+      box.append(title, bar, said, liveTitle, live, doneTitle, done, chosen);
+      const at = { sentence: -1, step: 1 };
+      const spell = (pieces) => pieces.join(" ");
+      const number = (x) => x.toFixed(2).replace("-", "\u2212");
+
+      function item(list, pieces, attributes, text) {
+        const li = element("li", attributes);
+        li.dataset.pieces = JSON.stringify(pieces);
+        li.append(element("span", { class: "attn-hyp" }, spell(pieces)), element("span", {}, text));
+        list.append(li);
+      }
+
+      function draw() {
+        const s = current();
+        if (!s.steps) return (box.hidden = true);
+        if (at.sentence !== state.sentence) Object.assign(at, { sentence: state.sentence, step: 1 });
+        const steps = s.steps.steps;
+        const n = steps.length;
+        title.textContent = `The beam (K = ${data.beam_size}, \u03b1 = ${data.alpha}), step by step: ${n} steps`;
+        range.max = String(n);
+        range.value = String(at.step);
+        range.setAttribute("aria-valuetext", `step ${at.step} of ${n}`);
+        // not disabled at the ends (a disabled button would drop the keyboard's focus): they stay put there
+        prev.setAttribute("aria-disabled", String(at.step <= 1));
+        next.setAttribute("aria-disabled", String(at.step >= n));
+        // the hypotheses after each step up to the one shown, spelled out through the back-pointers
+        let prefixes = [[]];
+        let before = prefixes;
+        const finished = [];
+        steps.slice(0, at.step).forEach((step, t) => {
+          step.done.forEach(([b, piece, logp, score]) =>
+            finished.push({ pieces: [...prefixes[b], piece], logp, score, step: t + 1, back: b }),
+          );
+          before = prefixes;
+          prefixes = step.live.map(([b, piece]) => [...prefixes[b], piece]);
+        });
+        finished.sort((a, b) => b.score - a.score); // stable: ties keep the order they finished in
+        const step = steps[at.step - 1];
+        const from = (b) => (at.step === 1 ? "<bos>" : `${b + 1}: ${spell(before[b])}`);
+        const back = at.step - 1;
+        liveTitle.textContent =
+          `Live hypotheses after step ${at.step}, best first (log P; the one of step ${back} each extends)`;
+        live.replaceChildren();
+        step.live.forEach(([b, , logp], i) => {
+          const text = ` log P ${number(logp)}; extends ${from(b)}`;
+          item(live, prefixes[i], { "data-back": String(b), "data-logp": String(logp) }, text);
+        });
+        if (!step.live.length) live.append(element("li", { class: "attn-none" }, "none: the search has stopped"));
+        doneTitle.textContent = `Finished so far, best score first (score = log P / lp(n), n with <eos>)`;
+        done.replaceChildren();
+        for (const h of finished) {
+          const now = h.step === at.step ? ", new at this step" : "";
+          const text = ` score ${number(h.score)} (log P ${number(h.logp)}; finished at step ${h.step}${now})`;
+          item(done, h.pieces, { "data-score": String(h.score), "data-step": String(h.step) }, text);
+        }
+        if (!finished.length) done.append(element("li", { class: "attn-none" }, "none yet"));
+        said.textContent =
+          `Step ${at.step} of ${n}: ${step.live.length} live, ${step.done.length} finishing at this step, ` +
+          `${finished.length} finished so far.`;
+        chosen.replaceChildren();
+        delete chosen.dataset.pieces;
+        if (at.step === n && finished.length) {
+          const why =
+            s.steps.stop === "limit"
+              ? "the length limit is reached, and the best candidates finish as they are"
+              : `${data.beam_size} hypotheses have finished`;
+          chosen.append(`The search stops: ${why}. Chosen, the best score: `);
+          chosen.append(element("strong", { class: "attn-hyp" }, spell(finished[0].pieces)));
+          chosen.append(` (score ${number(finished[0].score)}), the beam's output above.`);
+          chosen.dataset.pieces = JSON.stringify(finished[0].pieces);
+        }
+      }
+
+      const go = (t) => {
+        at.step = Math.max(1, Math.min(current().steps.steps.length, t));
+        draw();
+      };
+      range.addEventListener("input", () => go(Number(range.value)));
+      prev.addEventListener("click", () => go(at.step - 1));
+      next.addEventListener("click", () => go(at.step + 1));
+      return { box, draw };
     }
 
     function fillLayers() {

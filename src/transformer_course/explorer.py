@@ -1,7 +1,8 @@
 """The data of chapter 9's attention explorer: for a few dozen sentences, the reference Transformer's greedy and
-beam translations with their scores, and every attention map (``attention_maps``) while it writes the greedy one,
-rounded so that the book page stays small; given chapter 4's GRU with attention, its translation and alignment
-too. ``explorer_html`` wraps the data for the built book, where book/_static/explorer.js draws it; the page fetches
+beam translations with their scores, the beam's hypotheses step by step (explorer_beam, checked against
+``beam_search``), and every attention map (``attention_maps``) while it writes the greedy one, rounded so that the
+book page stays small; given chapter 4's GRU with attention, its translation and alignment too (the page draws it
+beside the Transformer's map). ``explorer_html`` wraps the data for the built book, where book/_static/explorer.js draws it; the page fetches
 nothing (browsers refuse to read files from a file:// page), so the data travels inside the page, in a
 <script type="application/json"> element.
 
@@ -21,7 +22,8 @@ from torch import Tensor
 
 from ._checks import Model
 from .attention_maps import attention_maps
-from .decoding import beam_search, greedy_decode, normalised_score
+from .decoding import greedy_decode, normalised_score
+from .explorer_beam import beam_data, beam_steps
 from .translation import max_output_length  # the length limit chapter 9 decodes with
 
 __all__ = [
@@ -126,10 +128,8 @@ def _sentence(model: Model, tokenizer, text: str, note: str, beam_size: int, alp
     src_ids = tokenizer.encode(text)
     out = _greedy(model, src_ids)
     maps = attention_maps(model, src_ids, [model.bos_id] + out)  # kind -> (L, h, T_q, T_k)
-    src = torch.tensor([src_ids])
-    beam = beam_search(
-        model, src, torch.ones_like(src, dtype=torch.bool), beam_size, max_output_length(len(src_ids)), alpha
-    )
+    # beam search step by step, checked against beam_search's own result (the same output and score)
+    beam = beam_steps(model, src_ids, beam_size, max_output_length(len(src_ids)), alpha, check=True)
     written = [piece(t) for t in out] + ["<eos>"]
     sentence: dict[str, Any] = {
         "text": text,
@@ -138,7 +138,8 @@ def _sentence(model: Model, tokenizer, text: str, note: str, beam_size: int, alp
         "written": written,  # what each decoder position writes (the query rows of decoder and cross maps)
         "read": ["<bos>"] + written[:-1],  # the decoder's input at each position (the keys of its self-attention)
         "greedy": {"text": tokenizer.decode(out), **_scored(model, src_ids, out, alpha)},
-        "beam": {"text": tokenizer.decode(beam.tokens[0]), **_scored(model, src_ids, beam.tokens[0], alpha)},
+        "beam": {"text": tokenizer.decode(beam.tokens), **_scored(model, src_ids, beam.tokens, alpha)},
+        "steps": beam_data(beam, piece),  # the beam's hypotheses at each step, with their back-pointers
         "maps": {kind: _rounded(maps[kind]) for kind in KINDS},
     }
     if gru is not None:
