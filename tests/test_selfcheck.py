@@ -527,3 +527,9 @@ def test_the_mistakes_page_has_one_section_per_exercise_in_order(mistakes_page):
     headings = re.findall(r"^## Exercise (\S+):", mistakes_page, flags=re.M)
     assert headings == EXERCISES
     assert mistakes.NOT_CAUGHT not in mistakes_page
+
+
+def test_a_tuple_of_floats_is_compared_within_the_tolerance_and_ids_exactly():
+    assert registry.compare((1.0, 2.0), (1.0 + 1e-12, 2.0), 1e-6, 1e-6) is None
+    assert registry.compare((1.0, 2.0), (1.1, 2.0), 1e-6, 1e-6) is not None
+    assert registry.compare(((1, 2),), ((1, 3),), 1e-6, 1e-6) == "the result: expected 1: ((1, 2),), got 1: ((1, 3),)"

@@ -208,10 +208,11 @@ def describe(value: Any) -> str:
 
 
 def _plain_data(value: Any) -> bool:
-    """Numbers, strings and tuples of them (token ids, hypotheses): small enough to show as they are."""
+    """Integers, strings and tuples of them (token ids, hypotheses): compared exactly, and shown as they are.
+    Floats are not: they are compared one by one, within the tolerance."""
     if isinstance(value, (tuple, list)):
         return all(_plain_data(v) for v in value)
-    return isinstance(value, (int, float, str, bool)) or value is None
+    return isinstance(value, (int, str, bool)) or value is None
 
 
 def _real(value: Any) -> bool:
