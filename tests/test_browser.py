@@ -510,6 +510,12 @@ def lab(course_root, tmp_path_factory):
     """JupyterLab on a copy of a student notebook, with settings and runtime files of its own."""
     root = tmp_path_factory.mktemp("lab")
     shutil.copy(course_root / "notebooks" / NOTEBOOK, root / NOTEBOOK)
+    yield from jupyterlab(root, NOTEBOOK)
+
+
+def jupyterlab(root: Path, notebook: str):
+    """Start JupyterLab in root (settings and runtime files of its own there), yield the URL that opens notebook,
+    and stop it: the body of a fixture (tests/test_lab_explorer.py starts its own on another notebook)."""
     home = root / ".jupyter-home"
     env = {
         **os.environ,
@@ -555,7 +561,7 @@ def lab(course_root, tmp_path_factory):
                 server.kill()
                 pytest.fail("JupyterLab did not start: " + (server.communicate()[0] or "")[-3000:])
             time.sleep(0.5)
-    yield f"{url}/lab/tree/{NOTEBOOK}?token={token}"
+    yield f"{url}/lab/tree/{notebook}?token={token}"
     server.terminate()
     try:
         server.wait(timeout=20)

@@ -11,18 +11,11 @@ skipped, and says why.
 from __future__ import annotations
 
 import json
-import os
-import secrets
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
 
 import pytest
 import torch
 
-from test_browser import _edit_and_run, _free_port, _wait_idle, browser  # noqa: F401  (browser: the fixture)
+from test_browser import _edit_and_run, _wait_idle, browser, jupyterlab  # noqa: F401  (browser: the fixture)
 from transformer_course.attention_maps import attention_maps
 
 NOTEBOOK = "explore.ipynb"
@@ -45,54 +38,7 @@ def lab(tmp_path_factory):
     """JupyterLab on a scratch notebook of two cells, with settings and runtime files of its own."""
     root = tmp_path_factory.mktemp("lab-explorer")
     (root / NOTEBOOK).write_text(_notebook([FIRST, 'show("I like tulips.")']))
-    home = root / ".jupyter-home"
-    env = {
-        **os.environ,
-        **{f"JUPYTER_{name}_DIR": str(home / name.lower()) for name in ("CONFIG", "DATA", "RUNTIME")},
-        "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
-        "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
-        "OMP_NUM_THREADS": "1",
-    }
-    env.pop("JUPYTER_PATH", None)
-    port, token = _free_port(), secrets.token_hex(16)
-    server = subprocess.Popen(
-        [
-            str(Path(sys.executable).parent / "jupyter"),
-            "lab",
-            "--no-browser",
-            f"--port={port}",
-            "--ip=127.0.0.1",
-            f"--ServerApp.root_dir={root}",
-            f"--IdentityProvider.token={token}",
-            "--LabApp.expose_app_in_browser=True",
-            "--LabApp.news_url=",
-            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-            "--LabServerApp.extension_manager=readonly",
-            *(["--allow-root"] if os.geteuid() == 0 else []),
-        ],
-        cwd=root,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 300
-    while True:
-        try:
-            urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2).read()
-            break
-        except OSError:
-            if server.poll() is not None or time.monotonic() > deadline:
-                server.kill()
-                pytest.fail("JupyterLab did not start: " + (server.communicate()[0] or "")[-3000:])
-            time.sleep(0.5)
-    yield f"{url}/lab/tree/{NOTEBOOK}?token={token}"
-    server.terminate()
-    try:
-        server.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        server.kill()
+    yield from jupyterlab(root, NOTEBOOK)
 
 
 def expected_cross(text):
