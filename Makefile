@@ -6,7 +6,12 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 # --no-compile: pip would byte-compile every module of every package (torch, jupyterlab, sphinx: half of a
 # fresh install's 110 s); Python compiles the ones that are imported, once, on first import instead.
-PIP_INSTALL := $(BIN)/python -m pip install --no-compile --quiet --disable-pip-version-check -c constraints.txt
+PIP_INSTALL := $(BIN)/python -m pip install --no-compile --quiet --disable-pip-version-check -c constraints.txt \
+	$(if $(TORCH_INDEX_URL),--extra-index-url $(TORCH_INDEX_URL))
+# On Linux, PyPI's torch==2.13.0 is the CUDA build (about 3 GB with the CUDA packages it pulls). Where only a CPU is
+# needed, take PyTorch's CPU build instead: make lab TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu (the
+# constraint torch==2.13.0 admits 2.13.0+cpu). Empty by default: machines with a local wheel mirror need nothing.
+TORCH_INDEX_URL ?=
 # ... which needs it to write what it compiled: some machines set PYTHONDONTWRITEBYTECODE, and with it every
 # process would compile torch again (4 s more per import).
 unexport PYTHONDONTWRITEBYTECODE
@@ -23,7 +28,7 @@ DURATIONS ?= 25
 # Notebook kernels get the course's two threads (tests/schedule.py): notebooks are what a student runs.
 TEST_ENV := OMP_NUM_THREADS=1 NOTEBOOK_THREADS=2
 
-.PHONY: help venv sandbox book execute test lint test-fast test-notebooks test-book lab release grade classroom gpu-pack lock chromium clean
+.PHONY: help venv sandbox book execute test lint test-fast test-notebooks test-book lab release grade classroom gradescope gpu-pack lock chromium clean
 
 help:
 	@echo "make book      build the HTML book into _build/html (from the outputs stored in solutions/)"
@@ -33,6 +38,7 @@ help:
 	@echo "make release   regenerate notebooks/ from solutions/, and book/mistakes.md from the exercises"
 	@echo "make grade SUBMISSION=path   grade one notebook or a folder of notebooks (in the bubblewrap sandbox)"
 	@echo "make classroom OUT=folder    write a student repository that grades itself in CI"
+	@echo "make gradescope CHAPTER=5    write dist/gradescope-ch05.zip, the chapter's Gradescope autograder"
 	@echo "make sandbox   install bubblewrap, the grader's sandbox (Debian/Ubuntu, as root)"
 	@echo "make gpu-pack  write .gpu/, the data the GPU run needs on a GPU machine (book/instructor.md, \"The GPU run\")"
 
@@ -99,12 +105,19 @@ sandbox:
 	@command -v bwrap >/dev/null || { test "$$(id -u)" = 0 && apt-get update -qq && apt-get install -y -qq bubblewrap; } \
 		|| echo "bubblewrap could not be installed: the grader will run student code without a sandbox (see book/instructor.md)"
 
+# A score below full marks is an outcome, not a failure of make (--exit-zero); make stops on a usage error (exit
+# status 2) or an error of the grader's own (3). GRADE_ARGS: more options, e.g. GRADE_ARGS="--chapter 5 --jobs 2".
 grade: $(STAMP)
 	@test -n "$(SUBMISSION)" || { echo "usage: make grade SUBMISSION=path/to/notebook.ipynb (or a folder)"; exit 2; }
-	$(BIN)/python -m transformer_course.grade "$(SUBMISSION)" --out grading-results
+	$(BIN)/python -m transformer_course.grade "$(SUBMISSION)" --out grading-results --exit-zero $(GRADE_ARGS)
 
 classroom: $(STAMP)
 	$(BIN)/python -m transformer_course.grading.classroom "$(or $(OUT),classroom)"
+
+# A chapter's Gradescope autograder: a zip to upload (setup.sh, run_autograder, the package; book/instructor.md).
+gradescope: $(STAMP)
+	@test -n "$(CHAPTER)" || { echo "usage: make gradescope CHAPTER=5 (writes dist/gradescope-ch05.zip)"; exit 2; }
+	$(BIN)/python -m transformer_course.grading.gradescope --chapter "$(CHAPTER)" --out dist
 
 # The GPU run (python -m transformer_course.gpu): the folder that must travel to the GPU machine with the working tree
 # (Tatoeba compressed with xz, the course's BPE tokenizer, a manifest; about 4 MB, ignored by git).

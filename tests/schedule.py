@@ -60,6 +60,7 @@ LOADERS = ("03_encoder_decoder", "08_transformer_vs_gru", "04_bahdanau_attention
 # fixture the first is making nor makes it again.
 ONE_UNIT = {
     "tests/test_gpu.py": "gpu",
+    "tests/test_gradescope.py": "gradescope",  # one fixture grades nine submissions through the kit
     "tests/test_book.py": "book",
     "tests/test_browser.py": "book",
     "tests/test_browser_explorer.py": "book",  # the built book (book_build), once per worker

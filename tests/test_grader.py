@@ -251,3 +251,140 @@ def test_timing_magics_and_display_in_correct_cells_cost_nothing_and_are_reporte
     assert got["5.2"] == 0
     assert "cell magic (%%...) whose body is not Python" in report.markdown()
     assert "IPython magic or shell line(s) were not run during grading" in report.markdown()
+
+
+def test_class_reports_name_the_student_the_chapter_and_the_real_maximum(course_root, tmp_path):
+    # Issue 37: summary.md named files only (20 rows of 05_self_attention.ipynb), a broken file scored 0 of 0, and
+    # under --chapter 5 a chapter-6 notebook scored 0 of 0 rather than "wrong chapter, 0 of 14". Nothing here runs.
+    import csv
+    from pathlib import Path
+
+    from transformer_course.grading.cli import main
+    from transformer_course.grading.overview import COLUMNS
+
+    folder = tmp_path / "subs"
+    (folder / "carol" / "notebooks").mkdir(parents=True)  # a student's repository, as GitHub Classroom hands it in
+    shutil.copy(course_root / "notebooks" / notebook_name(6), folder / "carol" / "notebooks")
+    (folder / "bob.ipynb").write_text("{not json")
+    (folder / "05_dave.ipynb").write_text('{"cells": [')
+    full = str(sum(full_points(5).values()))
+    out = tmp_path / "results"
+    args = [str(folder), "--out", str(out), "--root", str(course_root), "--quiet"]
+    assert main([*args, "--chapter", "5"]) == 1  # below the pass mark, as before
+    with open(out / "scores.csv", newline="") as f:
+        reader = csv.DictReader(f)
+        assert tuple(reader.fieldnames or ())[: len(COLUMNS)] == COLUMNS
+        rows = {r["student"]: r for r in reader}
+    columns = ("chapter", "score", "max_score", "percent", "status")
+    assert {student: tuple(r[c] for c in columns) for student, r in rows.items()} == {
+        "carol": ("5", "0", full, "0.0", "wrong chapter"),
+        "bob": ("5", "0", full, "0.0", "unreadable"),
+        "05_dave": ("5", "0", full, "0.0", "unreadable"),
+    }
+    assert (out / rows["carol"]["report"]).is_file() and rows["carol"]["submission"] == str(
+        Path("carol", "notebooks", notebook_name(6))
+    )
+    assert "being graded (--chapter)" in rows["carol"]["problems"]
+    summary = (out / "summary.md").read_text()
+    assert "3 submission(s) graded: 1 wrong chapter, 2 unreadable." in summary
+    assert f"| bob | 5 | bob.ipynb | bob/ | 0 | {full} | unreadable | bob.ipynb is not valid JSON" in summary
+    bob = json.loads((out / "bob" / "results.json").read_text())
+    assert (bob["score"], bob["max_score"]) == (0, int(full))  # Gradescope reads 0 of 14 too
+    assert "Student: bob. Status: unreadable" in (out / "bob" / "summary.md").read_text()
+
+    # Without --chapter, a broken file's chapter comes from its name (05_...); else it cannot be known: no chapter,
+    # no maximum, no percentage, rather than a made-up one.
+    shutil.rmtree(folder / "carol")
+    assert main([*args, "--exit-zero"]) == 0  # every file graded: a low score is no error with --exit-zero
+    with open(out / "scores.csv", newline="") as f:
+        rows = {r["student"]: r for r in csv.DictReader(f)}
+    assert [rows["bob"][c] for c in columns] == ["", "0", "", "", "unreadable"]
+    assert [rows["05_dave"][c] for c in columns] == ["5", "0", full, "0.0", "unreadable"]
+
+
+def test_report_status_is_decided_by_the_grader_s_own_words():
+    from pathlib import Path
+
+    from transformer_course.grading.report import STATUSES, Report
+    from transformer_course.grading.report import TestResult as Result
+
+    def report(scores=(), problems=(), **kw):
+        tests = [Result(f"Exercise 5.{i}: x", s, 2, "", "") for i, s in enumerate(scores, 1)]
+        return Report("a.ipynb", 5, tests=tests, problems=list(problems), **kw)
+
+    cut = "; the exercises from that point on got no points"
+    cases = {
+        "full marks": report([2, 2]),
+        "below full marks": report([2, 0]),
+        "timed out": report([2, 0], [f"the submission ran past the total time limit of 600 s{cut}"]),
+        "internal error": Report.failed(Path("a.ipynb"), RuntimeError("boom")),
+        "wrong chapter": report(
+            problems=["a.ipynb holds ... chapter 5 is being graded (--chapter); nothing was graded"]
+        ),
+        "unreadable": report(problems=["a.ipynb is not valid JSON (JSON error at line 1)"]),
+    }
+    assert {status: r.status for status, r in cases.items()} == {s: s for s in STATUSES}
+    assert cases["unreadable"].max_score == 0 and report(chapter_max=14).max_score == 14
+    # A file name or an error message of the student's, quoted in a problem, cannot choose the status.
+    forged = "internal grader error (x); please tell the course staff.ipynb is not valid JSON"
+    assert report(problems=[forged]).status == "unreadable"
+    quoted = f"the course's code `y = f(x)` raised ValueError: the submission ran past the total time limit{cut}"
+    assert report([2, 0], [quoted]).status == "below full marks"
+    assert report([2, 2], outcome="internal error").status == "internal error"
+
+
+def test_student_names_come_from_the_folder_or_the_file():
+    from pathlib import Path
+
+    from transformer_course.grading.overview import student_of
+
+    subs = Path("subs")
+    assert student_of(subs / "alice" / "notebooks" / CHAPTER, subs) == "alice"  # per-student folders
+    assert student_of(subs / "bob_12345_05.ipynb", subs) == "bob_12345_05"  # one folder, files named by student
+    assert student_of(subs / CHAPTER, subs) == CHAPTER[:-6]  # the folder given is the class's, not a student's
+    assert student_of(Path("carol") / CHAPTER, None) == "carol"  # given by path, not renamed: its folder
+    assert student_of(Path("carol") / "mine.ipynb", None) == "mine" and student_of(Path(CHAPTER), None) == CHAPTER[:-6]
+
+
+def test_exit_codes_tell_a_grader_failure_from_a_low_score(course_root, tmp_path, monkeypatch, capsys):
+    # Exit 1 means "graded, below the pass mark" (reports written; CI jobs fail on it, --exit-zero makes it 0);
+    # 2 a usage error; 3 an error of the grader's own, which must never read as a student's low score.
+    import csv
+
+    from transformer_course.grading import cli
+
+    folder = tmp_path / "subs"
+    folder.mkdir()
+    (folder / "bob.ipynb").write_text("{not json")
+    (folder / CHAPTER).write_text("{not json")
+    out = tmp_path / "results"
+    args = [str(folder), "--out", str(out), "--root", str(course_root), "--quiet"]
+    assert cli.main(args) == 1 and cli.main([*args, "--exit-zero"]) == 0
+    with pytest.raises(SystemExit) as usage:
+        cli.main([*args, "--chapter", "42"])
+    assert usage.value.code == 2 and "chapter 42 has no graded exercises" in capsys.readouterr().err
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("a bug of the grader's own")
+
+    monkeypatch.setattr(cli, "grade_notebook", crash)
+    assert cli.main([*args, "--exit-zero"]) == 3
+    assert "the grader failed on" in capsys.readouterr().err
+    with open(out / "scores.csv", newline="") as f:
+        rows = {r["student"]: r for r in csv.DictReader(f)}
+    full = str(sum(full_points(5).values()))
+    assert [rows[CHAPTER[:-6]][c] for c in ("chapter", "max_score", "status")] == ["5", full, "internal error"]
+    assert "a bug of the grader's own" in rows["bob"]["problems"]
+    monkeypatch.setattr(cli, "write_overview", crash)  # a crash outside any one submission: 3, not a traceback's 1
+    assert cli.main(args) == 3 and "internal error" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_make_grade_treats_a_low_score_as_an_outcome(course_root):
+    run = subprocess.run(
+        ["make", "-n", "grade", "SUBMISSION=x.ipynb", "GRADE_ARGS=--chapter 5"],
+        cwd=course_root,
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0 and "--exit-zero --chapter 5" in run.stdout, run.stdout + run.stderr

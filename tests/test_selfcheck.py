@@ -533,3 +533,12 @@ def test_a_tuple_of_floats_is_compared_within_the_tolerance_and_ids_exactly():
     assert registry.compare((1.0, 2.0), (1.0 + 1e-12, 2.0), 1e-6, 1e-6) is None
     assert registry.compare((1.0, 2.0), (1.1, 2.0), 1e-6, 1e-6) is not None
     assert registry.compare(((1, 2),), ((1, 3),), 1e-6, 1e-6) == "the result: expected 1: ((1, 2),), got 1: ((1, 3),)"
+
+
+def test_the_instructor_guide_names_every_exercise_graded_by_measurement(course_root):
+    # "What a student can see" tells instructors which exercises an assessment can rest on: the judged ones.
+    judged = [e.id for ch in registry.CHAPTER_MODULES for e in registry.chapter_exercises(ch) if e.judge is not None]
+    guide = (course_root / "book" / "instructor.md").read_text()
+    listed = re.search(r"\*\*experiment and analysis\s+exercises\*\* \(([\d., ]+), graded", guide)
+    assert listed, "the instructor guide no longer lists the exercises graded by measurement"
+    assert [x.strip() for x in listed.group(1).split(",")] == judged

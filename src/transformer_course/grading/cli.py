@@ -1,36 +1,41 @@
 """Command line of the grader.
 
     python -m transformer_course.grade SUBMISSION [SUBMISSION ...] [--out DIR] [--chapter N]
-                                       [--isolation auto|bwrap|process]
+                                       [--isolation auto|bwrap|process] [--pass-mark F] [--exit-zero]
 
 A SUBMISSION is a notebook or a folder of them (its .ipynb files; other files are listed and skipped,
 and so is the output folder when it lies inside). A copy of one of the course's notebooks without
 exercises (a chapter's second notebook) is skipped too, unless an exercise cell was pasted into it.
 For each one, DIR/<name>/results.json (Gradescope's format) and DIR/<name>/summary.md; for several,
-also DIR/summary.md and DIR/scores.csv.
+also DIR/summary.md and DIR/scores.csv, a row per submission: student, chapter, score out of the chapter's
+maximum, status (report.STATUSES), report (grading/overview.py).
 The hidden cases' seed is secret: keyed on the submission with the key in $COURSE_GRADER_KEY (or the
 file --key-file) when there is one, so that a submission always gets the same cases; else fresh per run.
-Exit status: 0 when every submission reaches the pass mark, 1 when one does not, 2 on a usage error
-(or when the output folder cannot be written, or --isolation bwrap is not available).
+Exit status (EXIT): 0 every submission graded and at the pass mark (--exit-zero: graded, whatever the score);
+1 one below the pass mark (a normal outcome, reports written; a CI job fails on it); 2 a usage error (or the
+output folder cannot be written, or --isolation bwrap is not available); 3 the grader failed on a submission
+(status "internal error"; the other reports are written) or crashed. 3 wins over 1.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing
 import os
 import re
 import sys
+import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 from ..repository import course_root
-from . import isolation
+from . import isolation, registry
 from .grader import grade_notebook, secret_seed
-from .overview import OVERVIEW, write_overview
+from .overview import OVERVIEW, complete, say, tally, write_overview
 from .report import Report
 from .submission import without_exercises
+
+EXIT = {"graded": 0, "below the pass mark": 1, "usage error": 2, "internal error": 3}
 
 
 def _slug(path: Path, base: Path | None) -> str:
@@ -87,6 +92,7 @@ def _parser() -> argparse.ArgumentParser:
         "--root", type=Path, default=None, help="the course folder with notebooks/ (default: found from the package)"
     )
     parser.add_argument("--quiet", action="store_true", help="print only the final line")
+    parser.add_argument("--exit-zero", action="store_true", help="exit 0 below the pass mark too (2, 3: errors)")
     parser.add_argument(
         "--jobs", type=int, default=1, help="submissions graded at once, each in its own sandbox (default: 1)"
     )
@@ -160,24 +166,27 @@ def _writable(folder: Path, what: Report | None = None) -> bool:
             probe.write_text("")
             probe.unlink()
         else:
-            _write(folder, what)
+            what.write(folder)
     except OSError as exc:
         print(f"course-grade: cannot write reports to {folder}: {exc.strerror or exc}", file=sys.stderr)
         return False
     return True
 
 
-def _say(path: Path, folder: Path, report: Report) -> None:
-    print(f"{path}: {report.score:g} / {report.max_score:g} ({report.seconds:.1f} s) -> {folder}/")
-    for problem in report.problems:
-        print(f"    {problem}")
-    for test in report.tests:
-        print(f"    {test.name}: {test.score:g} / {test.max_score:g} {test.verdict}")
-
-
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except Exception:  # noqa: BLE001 - a crash of the grader's own is exit 3, never 1 ("below the pass mark")
+        traceback.print_exc()
+        print("course-grade: internal error; please tell the course staff", file=sys.stderr)
+        return EXIT["internal error"]
+
+
+def _main(argv: list[str] | None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.chapter is not None and args.chapter not in registry.CHAPTER_MODULES:
+        parser.error(f"chapter {args.chapter} has no graded exercises (--chapter)")
     if not 0 <= args.pass_mark <= 1:
         parser.error("--pass-mark is a fraction between 0 and 1")
     if args.jobs < 1:
@@ -190,27 +199,40 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(exc))
     if resolved.warning:
         print(resolved.warning, file=sys.stderr)
-    key = args.key_file.read_bytes().strip() if args.key_file else os.environ.get("COURSE_GRADER_KEY", "").encode()
+    try:
+        key = args.key_file.read_bytes().strip() if args.key_file else os.environ.get("COURSE_GRADER_KEY", "").encode()
+    except OSError as exc:
+        parser.error(f"cannot read --key-file {args.key_file}: {exc.strerror or exc}")
+    try:
+        root = args.root or course_root()
+    except FileNotFoundError as exc:  # the package installed away from the course folder
+        parser.error(f"{exc}; give the course folder with --root")
+    if not (root / "notebooks").is_dir():
+        parser.error(f"--root {root} is not a course folder: it has no notebooks/")
     out = args.out.resolve()
-    root = args.root or course_root()
     jobs, skipped = _jobs(parser, args.submissions, out, root)
     for path, reason in skipped:
         print(f"skipped {path}: {reason}", file=sys.stderr)
     if not _writable(out):
-        return 2
+        return EXIT["usage error"]
 
     graded = _grade_all(jobs, out, root, args, resolved, key)
     if graded is None:
-        return 2
+        return EXIT["usage error"]
     reports, shown = graded
     if len(reports) > 1 or skipped:
         write_overview(out, reports, skipped, shown)
 
     failing = [slug for slug, r in reports if r.max_score == 0 or r.score < args.pass_mark * r.max_score]
+    broken = [slug for slug, r in reports if r.status == "internal error"]
     print(
-        f"graded {len(reports)} submission(s); {len(reports) - len(failing)} reached the pass mark; reports in {args.out}/"
+        f"graded {len(reports)} submission(s): {tally([r for _, r in reports])}; "
+        f"{len(reports) - len(failing)} reached the pass mark; reports in {args.out}/"
     )
-    return 1 if failing else 0
+    if broken:
+        print(f"course-grade: the grader failed on {', '.join(broken)}; please tell the course staff", file=sys.stderr)
+        return EXIT["internal error"]
+    return EXIT["below the pass mark"] if failing and not args.exit_zero else EXIT["graded"]
 
 
 def _grade_all(jobs, out: Path, root: Path, args, resolved, key: bytes):
@@ -223,10 +245,8 @@ def _grade_all(jobs, out: Path, root: Path, args, resolved, key: bytes):
     for path, base in jobs:
         slug = _unique(_slug(path, base), taken | set(slugs))
         # Written first, replaced at the end: if the grading process itself is killed, this is what remains.
-        placeholder = Report(
-            submission=path.name,
-            problems=["grading did not finish: the grader was killed while it ran this submission"],
-        )
+        killed = "grading did not finish: the grader was killed while it ran this submission"
+        placeholder = complete(Report(path.name, problems=[killed], outcome="internal error"), path, base, args.chapter)
         if not _writable(out / slug, placeholder):
             return None
         slugs.append(slug)
@@ -241,35 +261,38 @@ def _grade_all(jobs, out: Path, root: Path, args, resolved, key: bytes):
     calls = [(path, root, secret_seed(key, path.read_bytes()) if key else None, options) for path, _ in jobs]
     reports: dict[str, Report] = {}
 
-    def done(slug: str, path: Path, report: Report) -> None:
-        _write(out / slug, report)
+    def done(slug: str, job: tuple[Path, Path | None], report: Report) -> None:
+        path = job[0]
+        complete(report, path, job[1], args.chapter)
+        report.write(out / slug)
         reports[slug] = report
         if not args.quiet:
-            _say(path, out / slug, report)
+            say(path, out / slug, report)
 
     if args.jobs <= 1 or len(calls) <= 1:
-        for slug, call in zip(slugs, calls):
-            done(slug, call[0], _grade_one(call))
+        for slug, job, call in zip(slugs, jobs, calls):
+            done(slug, job, _grade_one(call))
     else:
         # Processes, not threads: the grader computes the references in its own process, with PyTorch's global state.
         context = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=args.jobs, mp_context=context) as pool:
-            futures = {pool.submit(_grade_one, call): (slug, call[0]) for slug, call in zip(slugs, calls)}
+            futures = {pool.submit(_grade_one, call): (slug, job) for slug, job, call in zip(slugs, jobs, calls)}
             for future in as_completed(futures):
-                done(*futures[future], future.result())
+                slug, job = futures[future]
+                try:
+                    report = future.result()
+                except Exception as exc:  # noqa: BLE001 - a grading process that died (memory): that one's report
+                    report = Report.failed(job[0], exc)
+                done(slug, job, report)
     return [(slug, reports[slug]) for slug in slugs], shown
 
 
 def _grade_one(call) -> Report:
     path, root, seed, options = call
-    return grade_notebook(path, root, seed=seed, **options)
-
-
-def _write(folder: Path, report: Report) -> None:
-    (folder / "results.json").write_text(
-        json.dumps(report.gradescope(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-    )
-    (folder / "summary.md").write_text(report.markdown(), encoding="utf-8")
+    try:
+        return grade_notebook(path, root, seed=seed, **options)
+    except Exception as exc:  # noqa: BLE001 - grade_notebook raises only IsolationError; a bug here is still a report
+        return Report.failed(path, exc)
 
 
 if __name__ == "__main__":
