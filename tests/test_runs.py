@@ -3,6 +3,7 @@ models' runs in src/transformer_course/reference/) are complete and consistent: 
 its curve is a curve of that run."""
 
 import json
+import math
 from importlib.resources import files
 
 import pytest
@@ -17,7 +18,18 @@ def _load(name: str) -> dict:
 
 # Training runs of the command-line trainer; the folder also holds benchmark results, which have no curve.
 RUNS = sorted(
-    p.name for p in files("transformer_course.runs").iterdir() if p.name.endswith(".json") and "curve" in _load(p.name)
+    p.name
+    for p in files("transformer_course.runs").iterdir()
+    if p.name.endswith(".json")
+    and "curve" in _load(p.name)
+    and _load(p.name)["command"].startswith("python -m transformer_course.train ")
+)
+# Chapter 10's language models, from their own trainer (python -m transformer_course.lm_train)
+LM_RUNS = sorted(
+    p.name
+    for p in files("transformer_course.runs").iterdir()
+    if p.name.endswith(".json")
+    and _load(p.name).get("command", "").startswith("python -m transformer_course.lm_train ")
 )
 RUNS += sorted(
     f"reference/{p.name}" for p in files("transformer_course.reference").iterdir() if p.name.endswith("-ref.json")
@@ -68,3 +80,28 @@ def check_run(run: dict) -> None:
 @pytest.mark.parametrize("name", RUNS)
 def test_run_records_its_command_and_a_consistent_curve(name):
     check_run(_load(name))
+
+
+def test_the_language_model_runs_are_there():
+    assert {"lm-bigram.json", "lm-transformer-cpu-seed0.json", "lm-rnn-cpu-seed0.json"} <= set(LM_RUNS)
+
+
+@pytest.mark.parametrize("name", LM_RUNS)
+def test_language_model_run_records_its_command_and_settings(name):
+    from transformer_course.lm_train import _parse, _settings
+
+    run = _load(name)
+    args = _parse(run["command"].split()[3:])  # the command parses, and names this run's configuration
+    assert args.config == run["config"] and run["settings"] == _settings(args)  # no drift since
+    assert args.out is not None and args.out.name == name  # it wrote this very file
+    for part in ("valid", "test"):
+        p = run[part]
+        assert math.isclose(p["perplexity"], math.exp(p["nll_per_token"]))
+        assert p["perplexity_per_word"] > p["perplexity"] > 1  # a word is one piece or more
+    if run["settings"]["model"] == "bigram":
+        assert min(t["valid_perplexity"] for t in run["tried"]) == run["valid"]["perplexity"]  # k chosen on validation
+        return
+    curve = run["curve"]
+    assert [c["step"] for c in curve] == sorted(c["step"] for c in curve) and curve[-1]["step"] == run["steps"]
+    assert run["steps"] == args.steps and curve[-1]["perplexity"] == run["valid"]["perplexity"]
+    assert curve[-1]["perplexity"] < curve[0]["perplexity"]  # it learned
