@@ -18,6 +18,7 @@ CHAPTERS = {
     "seq2seq": 3,
     "bleu": 3,
     "bahdanau": 4,
+    "captioning": 4,
     "attention": 5,
     "complexity": 5,
     "multihead": 6,
@@ -28,6 +29,13 @@ CHAPTERS = {
     "transformer_torch": 8,
     "incremental": 8,
     "decoding": 9,
+    "bpe": 10,
+    "lm_loss": 10,
+    "lm_baselines": 10,
+    "language_model": 10,
+    "sampling": 10,
+    "lm_data": 10,
+    "lm_train": 10,
 }
 # Shared modules a grading table may use besides its chapter's own (the training losses and schedules, and
 # the test sentences that exercise 3.5 scores).
