@@ -28,10 +28,11 @@ DURATIONS ?= 25
 # Notebook kernels get the course's two threads (tests/schedule.py): notebooks are what a student runs.
 TEST_ENV := OMP_NUM_THREADS=1 NOTEBOOK_THREADS=2
 
-.PHONY: help venv sandbox book execute test lint test-fast test-notebooks test-book lab release grade classroom gradescope gpu-pack lock chromium clean
+.PHONY: help venv sandbox book execute test lint test-fast test-notebooks test-book book-student lab release grade classroom gradescope gpu-pack lock chromium clean
 
 help:
 	@echo "make book      build the HTML book into _build/html (from the outputs stored in solutions/)"
+	@echo "make book-student   the student edition, from notebooks/ (no solutions), into _build/student/_build/html"
 	@echo "make test      run every test: lint, unit, reference agreement, grader, sync, nbval, book build"
 	@echo "make lab       JupyterLab on the student notebooks"
 	@echo "make execute   re-execute every solution notebook and store its outputs"
@@ -59,6 +60,11 @@ $(STAMP): pyproject.toml constraints.txt
 book: $(STAMP)
 	$(BIN)/jupyter-book build . -W -n --keep-going
 	@echo "Open _build/html/index.html"
+
+# The student edition: the same book from notebooks/, no solution on any page (book/instructor.md, "What a student
+# can see"); it fails if a page shows a line of an exercise's solution.
+book-student: $(STAMP)
+	$(BIN)/python -m transformer_course.authoring.student_book --out _build/student
 
 execute: $(STAMP)
 	$(BIN)/python -m transformer_course.authoring.execute solutions/*.ipynb

@@ -65,6 +65,7 @@ ONE_UNIT = {
     "tests/test_browser.py": "book",
     "tests/test_browser_explorer.py": "book",  # the built book (book_build), once per worker
     "tests/test_lab_explorer.py": "book",  # the same browser
+    "tests/test_student_book.py": "book",  # compared with the public book (book_build)
 }
 
 CHECK = re.compile(r'\bcheck\("\d+\.\d+"')  # a self-check cell: `beam_step = check("9.2", beam_step)`

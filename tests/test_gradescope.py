@@ -15,6 +15,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import sysconfig
@@ -127,7 +128,22 @@ SCENARIOS = (
 # lives under /root, which that user cannot enter, so that scenario runs the system's Python 3.11 (with this venv's
 # packages) in a folder that every user can read.
 SYSTEM_PYTHON = Path("/usr/bin/python3.11")
-UNPRIVILEGED = os.geteuid() == 0 and SYSTEM_PYTHON.is_file()
+
+
+def _everyone_can_read(path: Path) -> bool:
+    """Whether any user may read ``path``: every folder above it searchable by others, the file readable by them."""
+    try:
+        return bool(path.stat().st_mode & stat.S_IROTH) and all(
+            p.stat().st_mode & stat.S_IXOTH for p in path.resolve().parents
+        )
+    except OSError:
+        return False
+
+
+# The unprivileged user imports this venv's PyTorch: not where the repository sits in a private folder (a clone
+# made in `mktemp -d`, mode 700), which only root may enter.
+TORCH_FOR_EVERYONE = _everyone_can_read(Path(sysconfig.get_paths()["purelib"]) / "torch" / "__init__.py")
+UNPRIVILEGED = os.geteuid() == 0 and SYSTEM_PYTHON.is_file() and TORCH_FOR_EVERYONE
 
 
 def _scenario(name: str, zip_path: Path, site: Path, course_root: Path, folder: Path) -> tuple[Path, dict]:
@@ -343,7 +359,11 @@ def test_forged_results_do_not_count(graded, name):
         assert f"graded {RENAMED}, the only notebook submitted" in results["output"]
 
 
-@pytest.mark.skipif(not UNPRIVILEGED, reason="needs root and the system's Python 3.11 (/usr/bin/python3.11)")
+@pytest.mark.skipif(
+    not UNPRIVILEGED,
+    reason="needs root, the system's Python 3.11 (/usr/bin/python3.11) and a .venv every user can read (not a clone "
+    "inside a private folder): `sudo apt-get install -y python3.11`, and `chmod o+x` each folder above the clone",
+)
 def test_without_sandbox_student_code_runs_as_an_unprivileged_user(graded):
     results, output = graded["unprivileged"]
     _valid(results)

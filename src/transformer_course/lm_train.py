@@ -49,7 +49,7 @@ LM_CONFIGS: dict[str, dict] = {
     "lm-bigram": dict(task="lm", model="bigram", vocab=8000),
     "tlm-transformer-cpu": dict(
         task="translation", model="transformer", vocab=8000, d_model=192, n_heads=4, n_layers=4, d_ff=768,
-        dropout=0.0, max_tokens=1200, peak_lr=0.002, warmup=150, max_len=112,
+        dropout=0.0, max_tokens=1200, peak_lr=0.002, warmup=150, max_len=160,
     ),
 }  # fmt: skip
 
