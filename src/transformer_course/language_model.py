@@ -41,7 +41,7 @@ from .lm_loss import lm_mask, mask_after, next_token_loss, shift_targets
 from .multihead import merge_heads
 from .packed_attention import PackedMultiHeadAttention, Packing, unpack
 from .positional import PositionalEncoding
-from .transformer_layers import _Layer
+from .transformer_layers import EncoderLayer
 
 __all__ = [
     "BigramLM",
@@ -60,7 +60,7 @@ __all__ = [
 ]
 
 
-class DecoderOnlyLayer(_Layer):
+class DecoderOnlyLayer(EncoderLayer):
     """Chapter 8's ``DecoderLayer`` with its cross-attention sub-layer removed: masked self-attention, then the
     feed-forward network, each in a residual connection with a LayerNorm (post-norm, or pre-norm with
     ``norm_first``).
@@ -68,28 +68,13 @@ class DecoderOnlyLayer(_Layer):
     Removed from ``DecoderLayer``: in ``__init__`` the lines creating ``cross_attn``, ``cross_attn_norm``,
     ``store_cross_weights`` and ``last_cross_weights``; the method ``_cross``; the ``memory``, ``memory_mask`` and
     ``memory_packing`` arguments of ``forward`` and its middle line (the cross-attention residual); in ``step`` the
-    ``cross_attention`` argument and its residual line. What is left has the parameters of an ``EncoderLayer``.
+    ``cross_attention`` argument and its residual line. What is left is exactly chapter 8's ``EncoderLayer`` (its
+    parameters, its ``forward``), which this class therefore is; only the causal mask it is given makes it a
+    decoder. It adds ``step``, for generation with a key/value cache.
 
     forward(x (B, T, d), mask broadcastable to (B, h, T, T) (causal and padding)) -> (B, T, d); given a Packing
     of the real positions, x and the output are packed, (N, d).
     """
-
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        d_ff: int,
-        dropout: float = 0.0,
-        norm_first: bool = False,
-        use_sdpa: bool = True,
-    ) -> None:
-        super().__init__(d_model, n_heads, d_ff, dropout, norm_first)
-        self.self_attn = PackedMultiHeadAttention(d_model, n_heads, dropout, use_sdpa)
-        self.self_attn_norm = nn.LayerNorm(d_model)
-
-    def forward(self, x: Tensor, mask: Tensor | None = None, packing: Packing | None = None) -> Tensor:
-        x = self.residual(x, lambda h: self.self_attn(h, mask=mask, packing=packing)[0], self.self_attn_norm)
-        return self.residual(x, self.ff, self.ff_norm)
 
     def step(self, x: Tensor, self_attention: Callable[[Tensor], Tensor]) -> Tensor:
         """The layer on new positions only, x (R, n, d) -> (R, n, d), with self-attention given as a function of
