@@ -1,16 +1,14 @@
 """The decoder-only Transformer language model (language_model.py): agreement with PyTorch's own layers, the
 causal mask, padding, the shifted loss, tied embeddings, and cached against recomputed generation."""
 
-import math
-
 import pytest
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 from transformer_course.language_model import DecoderOnlyLayer, TransformerLM, mask_after, shift_targets
 from transformer_course.sampling import generate
 from transformer_course.transformer_layers import DecoderLayer, EncoderLayer
+from transformer_course.transformer_torch import lm_logits_with_torch
 
 V, D, H, LAYERS, D_FF, MAX_LEN = 37, 16, 4, 2, 24, 32
 
@@ -24,39 +22,9 @@ def random_ids(batch: int, length: int, seed: int = 1) -> torch.Tensor:
     return torch.randint(1, V, (batch, length), generator=torch.Generator().manual_seed(seed))  # no pad (0)
 
 
-def torch_layers(model: TransformerLM) -> nn.ModuleList:
-    """nn.TransformerEncoderLayers holding the model's layer weights: a decoder layer without cross-attention
-    has exactly an encoder layer's parameters (self_attn_norm is norm1, ff_norm is norm2)."""
-    theirs = nn.ModuleList()
-    for ours in model.layers:
-        layer = nn.TransformerEncoderLayer(
-            D, H, D_FF, dropout=0.0, activation="relu", batch_first=True, norm_first=model.config["norm_first"]
-        )
-        with torch.no_grad():
-            layer.self_attn.in_proj_weight.copy_(ours.self_attn.w_qkv.weight)
-            layer.self_attn.in_proj_bias.copy_(ours.self_attn.w_qkv.bias)
-            layer.self_attn.out_proj.weight.copy_(ours.self_attn.w_o.weight)
-            layer.self_attn.out_proj.bias.copy_(ours.self_attn.w_o.bias)
-            for mine, name in ((ours.ff.linear1, "linear1"), (ours.ff.linear2, "linear2")):
-                getattr(layer, name).weight.copy_(mine.weight)
-                getattr(layer, name).bias.copy_(mine.bias)
-            for mine, name in ((ours.self_attn_norm, "norm1"), (ours.ff_norm, "norm2")):
-                getattr(layer, name).weight.copy_(mine.weight)
-                getattr(layer, name).bias.copy_(mine.bias)
-        theirs.append(layer)
-    return theirs.to(model.embed.weight.dtype).eval()
-
-
 def reference_logits(model: TransformerLM, ids: torch.Tensor) -> torch.Tensor:
-    """The model computed with PyTorch's layers: embeddings scaled by sqrt(d), positions, causal encoder layers,
-    the final LayerNorm (pre-norm), and the transposed embedding as the output layer."""
-    x = model.embed(ids) * math.sqrt(D) + model.positional.pe[: ids.shape[1]].to(model.embed.weight.dtype)
-    causal = nn.Transformer.generate_square_subsequent_mask(ids.shape[1], dtype=x.dtype)  # -inf above the diagonal
-    for layer in torch_layers(model):
-        x = layer(x, src_mask=causal, is_causal=True)
-    if model.norm is not None:
-        x = model.norm(x)
-    return F.linear(x, model.embed.weight, model.out.bias)
+    """The model computed with PyTorch's layers (nn.TransformerEncoderLayer under a causal mask)."""
+    return lm_logits_with_torch(model, ids)
 
 
 @pytest.mark.parametrize("norm_first", [True, False])

@@ -30,12 +30,16 @@ CHAPTERS = {
     "incremental": 8,
     "decoding": 9,
     "bpe": 10,
+    "bpe_step": 10,
     "lm_loss": 10,
     "lm_baselines": 10,
     "language_model": 10,
     "sampling": 10,
     "lm_data": 10,
     "lm_train": 10,
+    "lm_samples": 10,
+    "masked_lm": 10,
+    "mlm_train": 10,
 }
 # Shared modules a grading table may use besides its chapter's own (the training losses and schedules, and
 # the test sentences that exercise 3.5 scores).

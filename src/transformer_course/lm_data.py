@@ -26,7 +26,15 @@ from .data.batching import pad_sequences
 from .data.tatoeba import multi_reference, tatoeba_split
 from .data.tokenize import BPETokenizer
 
-__all__ = ["LMBatch", "LMData", "Sequences", "language_model_data", "lm_batches", "translation_lm_data"]
+__all__ = [
+    "LMBatch",
+    "LMData",
+    "Sequences",
+    "course_tokenizer",
+    "language_model_data",
+    "lm_batches",
+    "translation_lm_data",
+]
 
 MAX_PIECES = 48  # training sentences longer than this (in BPE pieces) are left out, as for the translation models
 
@@ -104,11 +112,13 @@ def lm_batches(seqs: Sequences, max_tokens: int, pad_id: int, shuffle: bool = Tr
     return batches
 
 
-def _tokenizer(vocab_size: int) -> BPETokenizer:
-    from .translation import _tokenizer as course_tokenizer
+def course_tokenizer(vocab_size: int) -> BPETokenizer:
+    """The course's BPE of ``vocab_size`` tokens, learnt on the English and Spanish training sentences (chapters 3
+    to 9 use 8,000), from the model cache when it was learnt before."""
+    from .translation import _tokenizer
 
     split = tatoeba_split()
-    return course_tokenizer([en for en, _ in split.train] + [es for _, es in split.train], vocab_size)
+    return _tokenizer([en for en, _ in split.train] + [es for _, es in split.train], vocab_size)
 
 
 def _distinct(sentences) -> list[str]:
@@ -118,7 +128,7 @@ def _distinct(sentences) -> list[str]:
 @lru_cache(maxsize=4)
 def language_model_data(vocab_size: int = 8000) -> LMData:
     """The distinct English sentences of each part of the split, as <bos> pieces <eos>."""
-    tokenizer = _tokenizer(vocab_size)
+    tokenizer = course_tokenizer(vocab_size)
     split = tatoeba_split()
     bos, eos = tokenizer.bos_id, tokenizer.eos_id
 
@@ -141,7 +151,7 @@ def translation_lm_data(vocab_size: int = 8000) -> LMData:
 
     Training: one sequence per pair. Validation and test: one sequence per distinct English sentence with its
     first translation (for the held-out likelihood); BLEU reads ``test_sources`` and all their references."""
-    tokenizer = _tokenizer(vocab_size)
+    tokenizer = course_tokenizer(vocab_size)
     split = tatoeba_split()
     bos, eos = tokenizer.bos_id, tokenizer.eos_id
 

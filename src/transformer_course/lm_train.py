@@ -9,11 +9,13 @@ Tatoeba split (``lm_data.language_model_data``); the same Transformer on transla
 (``lm_data.translation_lm_data``: "English <bos> Spanish", the loss on the Spanish part); and the count-based
 bigram model, which is fitted rather than trained. ``--set KEY=VALUE`` overrides a setting (a sweep).
 
-The budget is a number of steps (``--steps``), meant to be what five minutes buy on two idle CPU cores, so that
-a run gives the same model on a busy machine. The JSON of ``--out`` holds the command, the settings, the machine,
+The budget is a number of steps (``--steps``), so that a run gives the same model on a busy machine: 1,900, chapter
+8's five-minute budget counted in steps. A language model's step costs more than chapter 8's (every position
+predicts over the whole vocabulary): about 0.27 s on one idle core for the Transformer and the GRU alike. The JSON of ``--out`` holds the command, the settings, the machine,
 the curve of validation perplexity against steps and time, and the final validation and test figures (the test
 set read once, at the end): perplexity per predicted token and per word, so that tokenizers compare fairly, and
-for translation the test BLEU of greedy decoding. ``--save`` writes the trained weights in float16
+for translation the test BLEU of greedy decoding and the first test translations. ``--samples N`` stores
+statistics and examples of N samples at each of ``lm_samples.SAMPLING_SETTINGS``. ``--save`` writes the trained weights in float16
 (``compact_weights``), for a chapter that samples from the model.
 """
 
@@ -154,6 +156,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--out", type=Path, help="write the run as JSON here")
     p.add_argument("--save", type=Path, help="write the trained weights here, float16 (compact_weights)")
     p.add_argument("--no-test", action="store_true", help="tuning: leave the test set unread (validation only)")
+    p.add_argument(
+        "--samples", type=int, default=0, help="store statistics of this many samples per setting (lm_samples)"
+    )
     return p.parse_args(argv)
 
 
@@ -242,6 +247,10 @@ def _train(args: argparse.Namespace, settings: dict, data: LMData) -> dict:
         "valid": {k: v for k, v in curve[-1].items() if k not in ("step", "seconds", "train_loss")},
         "parameter_digest": parameter_digest(model),
     }
+    if args.samples:
+        from .lm_samples import sample_report
+
+        out["samples"] = sample_report(model, data.tokenizer, n=args.samples, seed=args.seed)
     if args.no_test:  # a tuning run: its choice is made on validation, and the test set stays unread
         return out
     test_nll, test_tokens = evaluate_lm(model, lm_batches(data.test, EVAL_TOKENS, pad, shuffle=False))
@@ -250,10 +259,15 @@ def _train(args: argparse.Namespace, settings: dict, data: LMData) -> dict:
         from .metrics import corpus_bleu
 
         start = time.perf_counter()
-        assert data.test_references is not None
+        assert data.test_references is not None and data.test_sources is not None
         assert isinstance(model, TransformerLM)
-        out["test_bleu"] = corpus_bleu(translate_as_lm(model, data), data.test_references)
+        outputs = translate_as_lm(model, data)
+        out["test_bleu"] = corpus_bleu(outputs, data.test_references)
         out["decode_seconds"] = time.perf_counter() - start
+        out["test_examples"] = [  # the first test sentences, for the chapter to show
+            {"source": s, "reference": r, "output": o}
+            for s, r, o in zip(data.test_sources[:8], data.test_references[:8], outputs[:8])
+        ]
     if args.save:
         from .compact_weights import compact
 

@@ -21,6 +21,7 @@ Transformer has none (its last layer already ends with one); ``TorchTransformer`
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -31,7 +32,14 @@ from .data.batching import shift_right
 from .positional import PositionalEncoding
 from .transformer import Transformer
 
-__all__ = ["TorchTransformer", "copy_from_torch", "copy_to_torch", "parameter_names", "to_torch"]
+__all__ = [
+    "TorchTransformer",
+    "copy_from_torch",
+    "copy_to_torch",
+    "lm_logits_with_torch",
+    "parameter_names",
+    "to_torch",
+]
 
 _ENCODER_LAYER = {
     "self_attn.w_qkv": "self_attn.in_proj_",
@@ -218,3 +226,35 @@ def to_torch(model: Transformer) -> TorchTransformer:
     theirs = TorchTransformer(**cfg).to(device=p.device, dtype=p.dtype)
     copy_to_torch(model, theirs.transformer, theirs.src_embed, theirs.tgt_embed, theirs.out)
     return theirs.train(model.training)
+
+
+def _torch_lm_layer(ours: nn.Module, model: Any) -> nn.TransformerEncoderLayer:
+    """PyTorch's encoder layer holding one of the language model's layers: a decoder layer without
+    cross-attention has exactly an encoder layer's parameters (``_ENCODER_LAYER``)."""
+    c = model.config
+    theirs = nn.TransformerEncoderLayer(
+        c["d_model"], c["n_heads"], c["d_ff"], dropout=0.0, activation="relu", batch_first=True,
+        norm_first=c["norm_first"],
+    )  # fmt: skip
+    state = {}
+    for name, tensor in ours.state_dict().items():
+        prefix = next(p for p in _ENCODER_LAYER if name.startswith(p + "."))
+        state[_ENCODER_LAYER[prefix] + name[len(prefix) + 1 :]] = tensor
+    theirs.load_state_dict(state)
+    return theirs.to(model.embed.weight.dtype).eval()
+
+
+@torch.no_grad()
+def lm_logits_with_torch(model: Any, ids: Tensor) -> Tensor:
+    """A ``language_model.TransformerLM``'s logits (B, T, V) for ids (B, T) without padding, computed by PyTorch's own layers:
+    scaled embeddings plus positions, ``nn.TransformerEncoderLayer`` under a causal mask with the model's
+    weights, the final LayerNorm (pre-norm), and the transposed embedding as the output layer. Agreement with
+    ``model(ids)`` checks everything of ours in between."""
+    d = model.config["d_model"]
+    x = model.embed(ids) * d**0.5 + model.positional.pe[: ids.shape[1]].to(model.embed.weight.dtype)  # (B, T, d)
+    causal = nn.Transformer.generate_square_subsequent_mask(ids.shape[1], dtype=x.dtype)  # (T, T): -inf above
+    for ours in model.layers:
+        x = _torch_lm_layer(ours, model)(x, src_mask=causal, is_causal=True)
+    if model.norm is not None:
+        x = model.norm(x)
+    return F.linear(x, model.embed.weight, model.out.bias)  # (B, T, V)

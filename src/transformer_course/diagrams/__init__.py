@@ -11,7 +11,8 @@ every run. Counted elements carry ids (``encoder-layer-3``, ``head-8``, ...) tha
 from ._render import Diagram
 from .attention import attention_matrix_form, attention_steps, mask_diagram, qkv_projections
 from .decoding import beam_tree, kv_cache
-from .layers import pre_post_norm, transformer_layer
+from .families import model_families
+from .layers import layer_kinds, pre_post_norm, transformer_layer
 from .multihead import multi_head
 from .positional import pe_layouts, positional_entry
 from .recurrent import gru_cell, lstm_cell, rnn_cell, rnn_unrolled
@@ -28,8 +29,10 @@ __all__ = [
     "encoder_decoder",
     "gru_cell",
     "kv_cache",
+    "layer_kinds",
     "lstm_cell",
     "mask_diagram",
+    "model_families",
     "multi_head",
     "pe_layouts",
     "positional_entry",
