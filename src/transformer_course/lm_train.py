@@ -11,12 +11,13 @@ bigram model, which is fitted rather than trained. ``--set KEY=VALUE`` overrides
 
 The budget is a number of steps (``--steps``), so that a run gives the same model on a busy machine: 1,900, chapter
 8's five-minute budget counted in steps. A language model's step costs more than chapter 8's (every position
-predicts over the whole vocabulary): about 0.27 s on one idle core for the Transformer and the GRU alike. The JSON of ``--out`` holds the command, the settings, the machine,
-the curve of validation perplexity against steps and time, and the final validation and test figures (the test
-set read once, at the end): perplexity per predicted token and per word, so that tokenizers compare fairly, and
-for translation the test BLEU of greedy decoding and the first test translations. ``--samples N`` stores
-statistics and examples of N samples at each of ``lm_samples.SAMPLING_SETTINGS``. ``--save`` writes the trained weights in float16
-(``compact_weights``), for a chapter that samples from the model.
+predicts over the whole vocabulary): about 0.27 s on one idle core for the Transformer and the GRU alike. The JSON
+of ``--out`` holds the command, the settings, the machine, the curve of validation perplexity against steps and
+time, and the final validation and test figures (the test set read once, at the end): perplexity per predicted token
+and per word, so that tokenizers compare fairly, and for translation the test BLEU of greedy decoding and the first
+test translations. ``--samples N`` stores statistics and examples of N samples at each of
+``lm_samples.SAMPLING_SETTINGS``. ``--save`` writes the trained weights in float16 (``compact_weights``), for a
+chapter that samples from the model.
 """
 
 from __future__ import annotations

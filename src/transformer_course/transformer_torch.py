@@ -246,8 +246,8 @@ def _torch_lm_layer(ours: nn.Module, model: Any) -> nn.TransformerEncoderLayer:
 
 @torch.no_grad()
 def lm_logits_with_torch(model: Any, ids: Tensor) -> Tensor:
-    """A ``language_model.TransformerLM``'s logits (B, T, V) for ids (B, T) without padding, computed by PyTorch's own layers:
-    scaled embeddings plus positions, ``nn.TransformerEncoderLayer`` under a causal mask with the model's
+    """A ``language_model.TransformerLM``'s logits (B, T, V) for ids (B, T) without padding, computed by
+    PyTorch's own layers: scaled embeddings plus positions, ``nn.TransformerEncoderLayer`` under a causal mask with the model's
     weights, the final LayerNorm (pre-norm), and the transposed embedding as the output layer. Agreement with
     ``model(ids)`` checks everything of ours in between."""
     d = model.config["d_model"]
