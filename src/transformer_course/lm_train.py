@@ -72,19 +72,12 @@ def build_lm(settings: dict, vocab_size: int) -> nn.Module:
     raise ValueError(f"unknown model {settings['model']!r}: transformer or rnn (the bigram model is fitted)")
 
 
-@torch.no_grad()
 def evaluate_lm(model: nn.Module, batches: list[LMBatch]) -> tuple[float, int]:
-    """(summed negative log-likelihood in nats, number of predicted tokens) over the batches."""
-    from .language_model import next_token_loss
+    """(summed negative log-likelihood in nats, number of predicted tokens) over the batches: the baselines' own
+    measure, ``lm_baselines.negative_log_likelihood``, so that every model of the chapter is scored alike."""
+    from .lm_baselines import negative_log_likelihood
 
-    was_training = model.training
-    model.eval()
-    total, count = 0.0, 0
-    for b in batches:
-        total += next_token_loss(model, b.ids, b.ids != 0, b.loss_mask, reduction="sum").item()
-        count += int(b.loss_mask[:, 1:].sum())
-    model.train(was_training)
-    return total, count
+    return negative_log_likelihood(model, [(b.ids, b.ids != 0, b.loss_mask) for b in batches])
 
 
 def _perplexities(nll: float, tokens: int, words: int) -> dict:
