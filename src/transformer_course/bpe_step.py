@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-__all__ = ["merge_step"]
+__all__ = ["merge_pair", "merge_step"]
 
 
 def merge_step(words: dict[str, int]) -> tuple[tuple[str, str], dict[str, int]]:
@@ -31,13 +31,18 @@ def merge_step(words: dict[str, int]) -> tuple[tuple[str, str], dict[str, int]]:
     best = min(pairs, key=lambda p: (-pairs[p], p))
     merged: Counter[str] = Counter()
     for word, n in words.items():
-        symbols, out, i = word.split(" "), [], 0
-        while i < len(symbols):
-            if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == best:
-                out.append(symbols[i] + symbols[i + 1])
-                i += 2
-            else:
-                out.append(symbols[i])
-                i += 1
-        merged[" ".join(out)] += n
+        merged[" ".join(merge_pair(word.split(" "), best))] += n
     return best, dict(merged)
+
+
+def merge_pair(symbols: list[str], pair: tuple[str, str]) -> list[str]:
+    """The symbols of one word with each occurrence of ``pair`` glued into one, left to right, without overlap."""
+    out, i = [], 0
+    while i < len(symbols):
+        if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == pair:
+            out.append(symbols[i] + symbols[i + 1])
+            i += 2  # both symbols of the pair are used up
+        else:
+            out.append(symbols[i])
+            i += 1
+    return out

@@ -54,16 +54,7 @@ def _symbols(word: str) -> list[str]:
     return word.split(" ")
 
 
-def _merged(symbols: list[str], pair: tuple[str, str]) -> list[str]:
-    out, i = [], 0
-    while i < len(symbols):
-        if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == pair:
-            out.append(symbols[i] + symbols[i + 1])
-            i += 2
-        else:
-            out.append(symbols[i])
-            i += 1
-    return out
+_merged = bpe_step.merge_pair  # the reference's own merge of one word
 
 
 def _pair_counts(words: dict[str, int], weighted: bool = True) -> dict[tuple[str, str], int]:
