@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 
 from gradertools import full_points, scores, with_cells
-from transformer_course.grading import isolation, registry, sandbox
+from transformer_course.grading import grader, isolation, registry, sandbox
 from transformer_course.grading.cli import main
 from transformer_course.grading.grader import Report, grade_notebook
 from transformer_course.grading.grader import TestResult as Result
+from transformer_course.grading.limits import Cgroups
 from transformer_course.grading.overview import csv_cell
 from transformer_course.grading.submission import static_problem
 
@@ -75,6 +76,8 @@ EARNS_NOTHING = {
     # reads the solutions and the reference package from disk and runs their code
     "5.2": (
         "import glob, json, os, sys\n"
+        "if 'HOSTILE_TEST_SECRET' in os.environ:\n"
+        "    raise RuntimeError('the grader leaked its environment')\n"
         "repo = os.path.dirname(sys.prefix)  # the virtual environment sits in the course folder\n"
         "found = glob.glob(repo + '/solutions/05_self_attention.ipynb')\n"
         "found += glob.glob(repo + '/**/transformer_course/attention.py', recursive=True)\n"
@@ -137,21 +140,16 @@ EARNS_NOTHING = {
 HONEST = {
     "5.1": (
         "# Like transformer_course.attention.attention_scores, but mine; not F.scaled_dot_product_attention.\n"
-        "NOTE = 'import transformer_course'\n"
-        "import sys\n"
-        "sys.stdout.write('x' * 30_000_000)  # a very large output\n"
+        "NOTE = 'import transformer_course; import sys'\n"
+        "print('x' * 30_000_000, end='')  # a very large output\n"
         "def attention_scores(q, k):\n"
         "    print('debugging ' * 1000)\n"
         "    return q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])\n"
     ),
     "5.2": "%time x = 1\ndef decoder_mask(lengths, t):\n    return padding_mask_from_lengths(lengths, t) & causal_mask(t)\n",
     "5.3": (
-        "import os\n"
-        "def scaled_dot_product_attention(q, k, v, mask=None):\n"
-        "    if 'HOSTILE_TEST_SECRET' in os.environ:\n"
-        "        raise RuntimeError('the grader leaked its environment')\n"
-        + _SDPA_BODY
-        + "    return weights @ v, weights\n"
+        "import math, collections\n"
+        "def scaled_dot_product_attention(q, k, v, mask=None):\n" + _SDPA_BODY + "    return weights @ v, weights\n"
     ),
     "5.4": (
         _SELF_ATTENTION_INIT
@@ -203,7 +201,11 @@ def _work_folders() -> set[str]:
 
 @pytest.fixture(scope="module")
 def graded(course_root, tmp_path_factory):
-    """Each submission above, graded once in the bwrap sandbox; and what was left behind after each."""
+    """Each submission above, graded once in the bwrap sandbox; and what was left behind after each.
+
+    The hostile ones are graded with the static check switched off, as if the closed world
+    (tests/test_grader_closed_world.py) had a hole: what they test is the defence behind it, the sandbox and the
+    watch. The honest one is graded as every submission is, static check included."""
     if not isolation.bwrap_available():
         pytest.skip("bubblewrap is not available here: install it with `make sandbox` (as root)")
     tmp = tmp_path_factory.mktemp("hostile")
@@ -217,9 +219,12 @@ def graded(course_root, tmp_path_factory):
             ("honest", HONEST, {}),
             ("crashes", CRASHES, {"cell_timeout": 15, "timeout": 300}),
         ):
-            report = grade_notebook(
-                with_cells(solution, tmp, f"{name}.ipynb", cells), course_root, isolation="bwrap", **kwargs
-            )
+            with pytest.MonkeyPatch.context() as patch:
+                if name != "honest":
+                    patch.setattr(grader, "static_problem", lambda *args, **kwargs: None)
+                report = grade_notebook(
+                    with_cells(solution, tmp, f"{name}.ipynb", cells), course_root, isolation="bwrap", **kwargs
+                )
             out[name] = (report, _left_behind())
     finally:
         del os.environ["HOSTILE_TEST_SECRET"]
@@ -268,8 +273,16 @@ def test_honest_work_loses_nothing(graded):
 
 @needs_bwrap
 def test_detached_pipe_holder_and_ignored_time_limit_end_in_bounded_time(graded):
+    """Where the sandbox has a pids group, the fork itself fails (no process starts once the worker is ready) and
+    5.2 loses its points; elsewhere the detached child is made, and 5.2 keeps them."""
     report, left = graded["crashes"]
-    assert scores(report) == {"5.1": 2, "5.2": 3, "5.3": 0, "5.4": 0, "5.5": 0}, report.markdown()
+    frozen = Cgroups(256)
+    fork_fails = frozen.pids is not None
+    frozen.remove()
+    expected = {"5.1": 2, "5.2": 0 if fork_fails else 3, "5.3": 0, "5.4": 0, "5.5": 0}
+    assert scores(report) == expected, report.markdown()
+    if fork_fails:
+        assert "Resource temporarily unavailable" in _outputs(report)["5.2"]
     assert "did not stop" in _outputs(report)["5.3"] and "not graded" in _outputs(report)["5.4"]
     assert report.seconds < 120 and left == []
 
@@ -314,11 +327,12 @@ def test_malformed_metadata_and_stray_ids_are_reported_not_crashes(course_root, 
             "class A:\n    def scaled_dot_product_attention(self, q):\n        return F.scaled_dot_product_attention(q, q, q)",
             "scaled_dot_product_attention",
         ),
-        ("from torch.nn.functional import *\ndef f(q):\n    return scaled_dot_product_attention(q, q, q)", None),
+        ("from torch.nn.functional import *\ndef f(q):\n    return scaled_dot_product_attention(q, q, q)", "imports *"),
         ("from torch.nn.functional import scaled_dot_product_attention as s", "scaled_dot_product_attention"),
         ("import transformer_course.attention as a", "reference package"),
         ("%time from transformer_course import attention", None),
-        ("from torch.overrides import _pop_mode", "dispatch machinery"),
+        ("from torch.overrides import _pop_mode", "imports from `torch.overrides`"),
+        ("import sys\nsys.stdout.write('x')", "imports `sys`"),
     ],
 )
 def test_static_check_reads_code_not_text(source, refused):

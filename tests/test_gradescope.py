@@ -57,14 +57,28 @@ while time.time() < end:
         pass
     time.sleep(0.1)
 """
-subprocess.Popen([sys.executable, "-c", LOOP], start_new_session=True, stdin=subprocess.DEVNULL,
-                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+try:  # where the sandbox has a pids group, no process can start: the fork fails
+    subprocess.Popen([sys.executable, "-c", LOOP], start_new_session=True, stdin=subprocess.DEVNULL,
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+except OSError:
+    pass
 
 def attention_scores(q, k):
     return q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
 '''
 
 KILL_GRADER = "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"
+
+# The cells above are refused before they run (the closed world, tests/test_grader_closed_world.py). To test the kit's
+# defences behind it, the scenarios that use them run the grader with its static check switched off, as if it had a
+# hole: a sitecustomize module on the grader's PYTHONPATH (the worker runs `python -I`, which does not read it).
+STATIC_OFF = """\
+try:
+    import transformer_course.grading.grader as _grader
+    _grader.static_problem = lambda *args, **kwargs: None
+except Exception:
+    pass
+"""
 
 NO_NAMESPACES = "#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n"
 
@@ -181,6 +195,10 @@ def _scenario(name: str, zip_path: Path, site: Path, course_root: Path, folder: 
         with_cells(blank, submission, RENAMED, {"5.1": forge})
     elif name == "killed":
         with_cells(blank, submission, NOTEBOOK, {"5.1": KILL_GRADER})
+    if name in ("forged", "forged-no-sandbox", "killed"):
+        (folder / "static-off").mkdir()
+        (folder / "static-off" / "sitecustomize.py").write_text(STATIC_OFF)
+        env["PYTHONPATH"] = str(folder / "static-off") + os.pathsep + env["PYTHONPATH"]
     if name in ("forged-no-sandbox", "killed", "bwrap-required"):
         env["PATH"] = str(no_sandbox) + os.pathsep + env["PATH"]
     if name == "bwrap-required":
@@ -365,9 +383,11 @@ def test_forged_results_do_not_count(graded, name):
     "inside a private folder): `sudo apt-get install -y python3.11`, and `chmod o+x` each folder above the clone",
 )
 def test_without_sandbox_student_code_runs_as_an_unprivileged_user(graded):
+    """The grader runs as the unprivileged user; the forger is refused before it runs (its imports), and nothing of
+    it reaches the results (with the static check off, the forged scenarios above test what is behind it)."""
     results, output = graded["unprivileged"]
     _valid(results)
-    assert results["score"] == 2, output  # the forger could write none of the grader's files
+    assert results["score"] == 0 and "refused" in results["tests"][0]["output"], output
     assert "FORGED" not in json.dumps(results)
     assert "WITHOUT a sandbox" in results["output"] and "as the unprivileged user nobody" in results["output"], output
     assert "autograder/venv/lib/python3.11/site-packages/transformer_course" in output  # setup.sh's venv

@@ -542,3 +542,14 @@ def test_the_instructor_guide_names_every_exercise_graded_by_measurement(course_
     listed = re.search(r"\*\*experiment and analysis\s+exercises\*\* \(([\d., ]+), graded", guide)
     assert listed, "the instructor guide no longer lists the exercises graded by measurement"
     assert [x.strip() for x in listed.group(1).split(",")] == judged
+
+
+def test_a_cell_the_grader_would_refuse_does_not_pass_the_self_check(shell, capsys):
+    """Issue 32: a right answer in a cell outside the grader's closed world (here `import sys`) would get 0 points
+    when graded; the self-check says so, with the grader's reason, instead of passing."""
+    _run(shell, SOLVED_5_1.replace("def attention_scores", "import sys\ndef attention_scores"))
+    capsys.readouterr()
+    assert _run(shell, CHECK_5_1).success
+    out = capsys.readouterr().out
+    assert out.startswith("❌ Exercise 5.1") and "would refuse" in out and "`sys`" in out, out
+    assert shell.user_ns["attention_scores"] is ref.attention_scores

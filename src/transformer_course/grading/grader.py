@@ -203,7 +203,8 @@ def _run_submission(g: _Grading, ex: Exercise, source: str) -> tuple[list[str], 
 
     -> (what the report says, its state, whether the exercise passed, whether the worker stopped). Whether it
     passed is decided apart from the wording."""
-    problem = static_problem(source, ex, {e.name for e in registry.chapter_exercises(ex.chapter)})
+    names = {e.name for e in registry.chapter_exercises(ex.chapter)}
+    problem = static_problem(source, ex, names, g.given["__imports__"])
     if problem:
         return [f"refused: {problem}"], None, False, False
     lines: list[str] = []

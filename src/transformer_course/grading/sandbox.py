@@ -5,7 +5,7 @@ Two isolation modes (``--isolation``):
 ``bwrap``   bubblewrap (Debian package ``bubblewrap``): the worker runs in new user, PID, network, IPC, UTS
             and mount namespaces, as uid 65534, with a file system that holds only the Python
             installation (read-only, the course package hidden under an empty folder), the worker's two
-            files (read-only) and a private /tmp. No network, no view of the grader's processes or files,
+            files (read-only) and a private /tmp of 64 MiB. No network, no view of the grader's processes or files,
             the course repository (reference code, solutions/, notebooks/, results) absent; every process
             it starts dies with it (PID namespace, --die-with-parent).
 ``process`` a plain child process, for machines without bubblewrap: resource limits, a session of its
@@ -13,16 +13,19 @@ Two isolation modes (``--isolation``):
             student's code runs as the grader's user and CAN read any file the grader can (the reference
             package and solutions/ included) and reach the network. The grader says so in every report.
 
-Both: memory (address space), CPU time, open files, core dumps off; a process-count limit through a
-pids cgroup where the machine allows one (and RLIMIT_NPROC, which binds only non-root users); the
-worker's output drained in bounded chunks (the first 64 KiB kept); answers capped in size.
+Both: memory (address space) per process, CPU time, open files, core dumps off; where the machine lets the
+grader make cgroup v1 groups (``limits.Cgroups``: as root), one memory limit for the whole sandbox (every
+process, and what they write into /tmp and /dev/shm) and a pids group that allows no new thread or process
+once the worker is ready (RLIMIT_NPROC otherwise, which binds only non-root users); the worker's output
+drained in bounded chunks (the first 64 KiB kept); answers capped in size. In process mode the student's code
+runs as the grader's user: as root it could leave these groups, so there the clean-up is what the process
+group and the groups reach, not a guarantee.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import secrets
 import select
 import shutil
 import signal
@@ -33,13 +36,13 @@ import threading
 import time
 from pathlib import Path
 
-from .limits import MAX_PROCESSES, limit_child, namespace_init
+from .limits import Cgroups, limit_child, namespace_init
 
 KEEP_OUTPUT = 64 * 1024  # bytes of the worker's stdout/stderr kept; the rest is counted and dropped
 MAX_ANSWER = 32 * 1024 * 1024  # bytes of one answer on the channel
 GRACE = 5.0  # seconds past a command's own time limit before the worker counts as hung
 _HERE = Path(__file__).parent
-_PIDS_CGROUP = Path("/sys/fs/cgroup/pids")
+TMP_BYTES = 64 * 2**20  # the sandbox's /tmp: no exercise writes a file; a flood of writes stops here
 
 
 def _package_dirs() -> list[str]:
@@ -56,8 +59,10 @@ class Worker:
 
     def __init__(self, mode: str, memory_mb: int = 4096, cpu_seconds: int = 600, threads: int = 1):
         self.mode = mode
+        self.memory_mb = memory_mb
         self.dead: str | None = None  # why the worker is gone, for the report
         self.given: set[str] = set()  # exercises whose class the worker holds as a case input
+        self.tasks_frozen = False  # no thread or process may start (see wait_ready)
         self.output = bytearray()
         self.dropped = 0
         self._buffer = b""
@@ -66,7 +71,7 @@ class Worker:
         os.chmod(self._job, 0o755)
         (self._job / "worker.py").write_bytes((_HERE / "worker.py").read_bytes())
         (self._job / "course_codec.py").write_bytes((_HERE / "codec.py").read_bytes())
-        self._cgroup = self._make_cgroup()
+        self.cgroups = Cgroups(memory_mb)
         self._ns_init: int | None = None  # a pidfd for the sandbox's PID 1 (bwrap mode), see _wait_for_namespace
         info_read, info_write = os.pipe() if mode == "bwrap" else (None, None)
         self._info_fd = info_write
@@ -84,7 +89,7 @@ class Worker:
             "MPLBACKEND": "Agg",
         }
         command = self._command(write_end)
-        limits = (memory_mb, cpu_seconds, self._cgroup)
+        limits = (memory_mb, cpu_seconds, self.cgroups.groups())
         self.proc = subprocess.Popen(
             command,
             stdin=subprocess.PIPE,
@@ -133,6 +138,8 @@ class Worker:
             "--new-session",
             "--cap-drop",
             "ALL",
+            "--size",
+            str(TMP_BYTES),
             "--tmpfs",
             "/tmp",
             *binds,
@@ -152,15 +159,6 @@ class Worker:
             "/job/worker.py",
             str(fd),
         ]
-
-    def _make_cgroup(self) -> Path | None:
-        try:
-            path = _PIDS_CGROUP / f"course-grade-{secrets.token_hex(6)}"
-            path.mkdir()
-            (path / "pids.max").write_text(str(MAX_PROCESSES))
-            return path
-        except OSError:
-            return None
 
     def _drain_output(self) -> None:
         stream = self.proc.stdout
@@ -187,7 +185,10 @@ class Worker:
         return self._answer(time.monotonic() + timeout + GRACE)
 
     def wait_ready(self, timeout: float) -> bool:
-        return self._answer(time.monotonic() + timeout) is not None
+        """Whether the worker started; once it has, it may start no thread or process (where a pids group is)."""
+        ready = self._answer(time.monotonic() + timeout) is not None
+        self.tasks_frozen = ready and self.cgroups.freeze_tasks()
+        return ready
 
     def _answer(self, deadline: float) -> dict | None:
         while b"\n" not in self._buffer:
@@ -221,6 +222,8 @@ class Worker:
         return answer
 
     def _exit_reason(self) -> str:
+        if self.cgroups.out_of_memory():
+            return f"the grading process ran past the sandbox's memory limit of {self.memory_mb} MB and was killed"
         code = self.proc.poll()
         if code is not None and code < 0 and -code in (signal.SIGXCPU, signal.SIGKILL):
             what = "ran out of CPU time" if -code == signal.SIGXCPU else "was killed"
@@ -248,7 +251,7 @@ class Worker:
                 os.killpg(self.proc.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-            stragglers = self._cgroup_pids()
+            stragglers = self.cgroups.tasks()
             for pid in stragglers:
                 try:
                     os.kill(pid, signal.SIGKILL)
@@ -269,11 +272,7 @@ class Worker:
             os.close(self._channel)
         except OSError:
             pass
-        if self._cgroup is not None:
-            try:
-                self._cgroup.rmdir()
-            except OSError:
-                pass
+        self.cgroups.remove()
         shutil.rmtree(self._job, ignore_errors=True)
 
     def _wait_for_namespace(self, timeout: float = 10.0) -> None:
@@ -290,11 +289,3 @@ class Worker:
         select.select([self._ns_init], [], [], timeout)  # readable once PID 1 has exited
         os.close(self._ns_init)
         self._ns_init = None
-
-    def _cgroup_pids(self) -> list[int]:
-        if self._cgroup is None:
-            return []
-        try:
-            return [int(p) for p in (self._cgroup / "cgroup.procs").read_text().split()]
-        except (OSError, ValueError):
-            return []

@@ -31,6 +31,7 @@ from . import registry
 from .attempt import describe_error, evaluate, where
 from .cells import HEADER
 from .registry import Exercise
+from .submission import static_problem
 
 REFERENCE_FALLBACK = "   The cells below use the reference implementation until this check passes."
 
@@ -62,6 +63,7 @@ class Run:
     error: BaseException | None  # why it stopped before its end, if it did
     defined: bool  # whether that run bound the exercise's name to a new object
     obj: Any = None
+    refused: str | None = None  # why the grader would refuse the cell before running it (submission.static_problem)
 
 
 class Tracker:
@@ -70,7 +72,7 @@ class Tracker:
     def __init__(self, shell: Any):
         self.shell = shell
         self.runs: dict[str, Run] = {}
-        self._running: tuple[str, Any] | None = None  # (exercise id, what its name held before the run)
+        self._running: tuple[str, Any, str] | None = None  # (exercise id, what its name held before, the cell)
         shell.events.register("pre_run_cell", self.pre_run_cell)
         shell.events.register("post_run_cell", self.post_run_cell)
 
@@ -105,7 +107,7 @@ class Tracker:
     def _before(self, raw: str) -> None:
         ns = self.shell.user_ns
         ex = self._exercise(raw)
-        self._running = (ex.id, ns.get(ex.name, NotRun)) if ex else None
+        self._running = (ex.id, ns.get(ex.name, NotRun), raw) if ex else None
         if ex is None:
             for exercise_id, name in CHECK_CALL.findall(raw):
                 if name not in ns:  # the exercise cell did not define it: let the check say so, not a NameError
@@ -114,12 +116,14 @@ class Tracker:
     def _after(self, result: Any) -> None:
         if self._running is None or result is None:
             return
-        exercise_id, before = self._running
+        exercise_id, before, raw = self._running
         ex = registry.get(exercise_id)
         error = result.error_before_exec or result.error_in_exec
         after = self.shell.user_ns.get(ex.name, NotRun)
         defined = after is not before and after is not NotRun and not isinstance(after, NotRun)
-        self.runs[exercise_id] = Run(result.execution_count, error, defined, after if defined else None)
+        names = {e.name for e in registry.chapter_exercises(ex.chapter)}
+        refused = static_problem(raw, ex, names)
+        self.runs[exercise_id] = Run(result.execution_count, error, defined, after if defined else None, refused)
 
 
 def _shell() -> Any:
@@ -184,6 +188,12 @@ def check(exercise_id: str, obj: Any) -> Any:
                 ex,
                 f"the exercise cell did not run to the end: its latest run{_in(run)} stopped with "
                 f"{describe_error(run.error)}{where(run.error)}. Fix it, run it, then this check.",
+            )
+        if run.refused:
+            return _refuse(
+                ex,
+                f"the grader would refuse this exercise cell before running it: {run.refused}. Change the cell, "
+                "run it, then this check.",
             )
         if not run.defined:
             return _refuse(

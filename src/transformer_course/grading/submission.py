@@ -11,6 +11,7 @@ from pathlib import Path
 
 from . import registry
 from .cells import exercise_id
+from .closed_world import closed_world_problem, forbidden_family, module_aliases
 
 SKIP_TAG = "skip-in-grading"  # cells the grader leaves out, to keep grading fast
 MAX_BYTES = 20 * 1024 * 1024  # a chapter notebook with its figures is well under this
@@ -158,19 +159,7 @@ def _chapter(data: dict, sources: dict[str, str], path: Path, expected: int | No
     )
 
 
-# Names of PyTorch's mode stacks: code that reaches them could hide what it calls from the grader's watch.
-_MACHINERY = (
-    "torch_function_mode",
-    "_pop_mode",
-    "_push_mode",
-    "DisableTorchFunction",
-    "_python_dispatch",
-    "_disabled_torch_function",
-    "_set_torch_function",
-    "_dispatch_tls",
-    "ExcludeDispatchKeyGuard",
-)
-
+_ALLOWED_WORDS = "torch and its numerical parts, math, random, collections, itertools, functools and the like"
 
 # Cell magics whose body is plain Python and that change nothing it computes: the body is graded as it is.
 PYTHON_CELL_MAGICS = ("time", "timeit", "capture", "prun")
@@ -228,15 +217,24 @@ def _base_name(node: ast.expr) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
+# The modules the chapters' notebooks import, for a caller that does not pass the chapter's own imports.
+DEFAULT_IMPORTS = "import math\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F"
+
+
 def static_problem(
-    source: str, exercise: registry.Exercise, exercise_names: set[str] | frozenset[str] = frozenset()
+    source: str,
+    exercise: registry.Exercise,
+    exercise_names: set[str] | frozenset[str] = frozenset(),
+    given_imports: str = DEFAULT_IMPORTS,
 ) -> str | None:
     """Why an exercise cell is refused before it runs, or None.
 
     It reads the syntax tree, never the text, so comments and strings cost nothing, and a method or
-    variable the cell defines itself is not the built-in of the same name. It is a first filter that
-    explains itself; the guarantees come from the sandbox (no reference code to reach) and the watch
-    on PyTorch's calls while the student's function runs.
+    variable the cell defines itself is not the built-in of the same name. Two checks: the exercise's
+    forbidden built-ins, with their family where a module reaches them (``torch._x_math`` of ``x``), then
+    the closed world (``closed_world.py``): nothing that could reach the watch on PyTorch's calls, the
+    answer channel, another thread or process, or a module outside the allowed ones. given_imports: the
+    imports of the chapter's notebook, whose names the cell sees (its modules are followed too).
     """
     code, _ = clean_source(source)
     if code.lstrip().startswith("pass") and source.lstrip().startswith("%%") and not _python_cell_magic(source):
@@ -257,11 +255,14 @@ def static_problem(
                 "the cell imports the course's reference package (`transformer_course`), which grading does not allow"
             )
         used = []  # (name, how)
+        family = []  # names reached through a module, whose whole family is forbidden
         if isinstance(node, ast.Attribute):
             # `self.attend(...)` of the cell's own method is not PyTorch's; `F.x`, `torch.x` always are
             base = _base_name(node)
             if node.attr not in own_attributes or base in _MODULE_NAMES | imported or base is None:
                 used.append(node.attr)
+            if base in _MODULE_NAMES | imported:
+                family.append(node.attr)
         elif (
             isinstance(node, ast.Name)
             and isinstance(node.ctx, ast.Load)
@@ -273,9 +274,16 @@ def static_problem(
                 used += alias.name.split(".")
             if isinstance(node, ast.ImportFrom) and node.module:
                 used += node.module.split(".")
+            family += used
+        for name in family:
+            found = forbidden_family(name, exercise.forbidden)
+            if found:
+                what = f"`{name}`" + (f" (of `{found}`)" if found != name else "")
+                return f"the cell uses PyTorch's {what}, which this exercise asks you to build yourself"
         for name in used:
             if name in exercise.forbidden:
                 return f"the cell uses PyTorch's `{name}`, which this exercise asks you to build yourself"
-            if any(m in name for m in _MACHINERY):
-                return f"the cell uses `{name}`, part of PyTorch's dispatch machinery, which exercise cells may not use"
+    reached = closed_world_problem(tree, module_aliases(given_imports))
+    if reached:
+        return f"{reached}, which graded cells may not use (they may import only {_ALLOWED_WORDS})"
     return None

@@ -76,13 +76,14 @@ class _Watch:
     """Records the forbidden PyTorch built-ins that are called, at the Python level and at the operator level."""
 
     def __init__(self, forbidden) -> None:
-        self.names = set(forbidden)
         self.ops = {_norm(f) for f in forbidden}
         self.seen: list[str] = []
 
     def function(self, func) -> None:
+        # the name and its family: _scaled_dot_product_attention_math is scaled_dot_product_attention's
         name = getattr(func, "__name__", "")
-        if name in self.names and name not in self.seen:
+        plain = _norm(name)
+        if any(plain == f or plain.startswith(f + "_") for f in self.ops) and name not in self.seen:
             self.seen.append(name)
 
     def op(self, func) -> None:

@@ -1,0 +1,207 @@
+"""Issue 32, part 1: the ban on built-ins holds by design, not by a list of names.
+
+The watch that records forbidden built-ins runs in the process that runs the student's code, so a cell that
+could reach it (or the answer channel, or a second thread, where PyTorch's modes are not entered) could earn
+points it did not. Three layers, each tested here:
+
+1. the closed world (``grading/closed_world.py``): before a cell runs, its syntax tree may reach no module outside
+   an allow-list, no dunder or private attribute, no frame, no ``exec``; every route the issue found is one case
+   below, and every honest cell of the course (solutions, starters, wrong answers) passes;
+2. the sandbox's control groups: once the worker is ready, no thread and no process can start, and the whole
+   sandbox (its processes and its memory file systems) is under one memory limit;
+3. the watch itself matches a forbidden built-in's family (``_scaled_dot_product_attention_math``).
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from gradertools import full_points, header, notebook_name, scores, with_cells, wrong_rounds
+from transformer_course.grading import isolation, registry, sandbox
+from transformer_course.grading.cells import exercise_id
+from transformer_course.grading.closed_world import closed_world_problem, module_aliases
+from transformer_course.grading.given import given_code
+from transformer_course.grading.grader import grade_notebook
+from transformer_course.grading.limits import Cgroups
+from transformer_course.grading.submission import clean_source, static_problem
+
+needs_bwrap = pytest.mark.skipif(
+    not isolation.bwrap_available(), reason="bubblewrap is not available here: install it with `make sandbox` (as root)"
+)
+_PROBE = Cgroups(256)
+HAS_PIDS, HAS_MEMORY = _PROBE.pids is not None, _PROBE.memory is not None
+_PROBE.remove()
+needs_pids = pytest.mark.skipif(not HAS_PIDS, reason="no cgroup v1 pids group can be made here (needs root)")
+needs_memory = pytest.mark.skipif(not HAS_MEMORY, reason="no cgroup v1 memory group can be made here (needs root)")
+
+
+def _imports(chapter: int, root: Path) -> str:
+    pristine = json.loads((root / "notebooks" / registry.chapter_notebook(chapter)).read_text())
+    return given_code(pristine)["__imports__"]
+
+
+def _honest_cells(root: Path) -> list[tuple[str, int, str]]:
+    """(label, chapter, code) of every exercise cell the course has: solutions, student starters, wrong answers."""
+    cells = []
+    for folder in ("solutions", "notebooks"):
+        for chapter in registry.CHAPTER_MODULES:
+            nb = json.loads((root / folder / notebook_name(chapter)).read_text())
+            for cell in nb["cells"]:
+                source = "".join(cell["source"])
+                ex = exercise_id({**cell, "source": source})
+                if ex:
+                    cells.append((f"{folder} {ex}", chapter, source))
+    for chapter, index, answers in wrong_rounds():
+        cells += [(f"wrong answer {ex} (round {index})", chapter, code) for ex, code in answers.items()]
+    return cells
+
+
+def test_every_honest_cell_of_the_course_is_inside_the_closed_world(course_root):
+    """No exercise needs what the closed world refuses: the course's own cells, right and wrong, all pass it."""
+    cells = _honest_cells(course_root)
+    assert len(cells) > 200
+    imports = {c: module_aliases(_imports(c, course_root)) for c in registry.CHAPTER_MODULES}
+    refused = []
+    for label, chapter, source in cells:
+        code, _ = clean_source(source)
+        problem = closed_world_problem(__import__("ast").parse(code), imports[chapter])
+        if problem and "transformer_course" not in problem:  # a wrong answer that imports the course: refused
+            refused.append(f"{label}: {problem}")
+    assert refused == []
+
+
+_SDPA = "def scaled_dot_product_attention(q, k, v, mask=None):\n"
+
+# One case per route: (what it does, the cell, a word the refusal must say). The first five are the issue's.
+ROUTES = [
+    (
+        "a lower-level operator",
+        _SDPA + "    return torch.ops.aten._scaled_dot_product_attention_math(q, k, v)\n",
+        "`_scaled_dot_product_attention_math` (of `scaled_dot_product_attention`)",
+    ),
+    (
+        "the watch patched through sys.modules['__main__']",
+        "import sys\nsys.modules['__main__']._Watch.function = lambda self, f: None\n",
+        "`sys`",
+    ),
+    (
+        "the built-in called from a thread",
+        "import threading\n" + _SDPA + "    out = []\n"
+        "    threading.Thread(target=lambda: out.append(F.softmax(q @ k.mT, -1))).start()\n",
+        "`threading`",
+    ),
+    (
+        "PyTorch's guards reached with getattr on a built string",
+        _SDPA + "    with getattr(torch, '_' + 'C').DisableTorchFunction():\n        return q\n",
+        "computed name",
+    ),
+    (
+        "the answer channel wrapped",
+        "import gc\nfor o in gc.get_objects():\n    pass\n",
+        "`gc`",
+    ),
+    (
+        "the same, through a generator's frame",
+        "def g():\n    yield\nh = g()\nf = h.gi_frame.f_back\n",
+        "exposes running code",
+    ),
+    ("PyTorch's operators by name", "mm = torch.ops.aten.mm\n", "`torch.ops`"),
+    ("a private name of the module", "nn_ops = torch._C._nn\n", "private"),
+    ("a module as a value", "t = torch\n" + _SDPA + "    return t.nn.functional.softmax(q)\n", "other than through"),
+    ("a module reached through an attribute", "x = torch.jit.fork\n", "jit"),
+    ("a module reached through F", "m = F.importlib.import_module('sys')\n", "importlib"),
+    ("unittest.mock, which chapter 9's notebook imports", "p = mock.patch('sys.modules')\n", "unittest.mock"),
+    ("a dunder attribute", _SDPA + "    return attention_scores.__globals__\n", "__globals__"),
+    ("exec", "exec('import sys')\n", "`exec`"),
+    ("a mode of its own", "class T(torch.Tensor):\n    def __torch_function__(cls, *a):\n        pass\n", "method"),
+    ("pickled code", "x = torch.load('/tmp/x', weights_only=False)\n", "load"),
+    ("the course's solution read back", "import inspect\ntext = inspect.getsource(attention_scores)\n", "`inspect`"),
+    ("the same, through its code", "code = attention_scores.__code__\n", "__code__"),
+    ("a star import", "from torch.nn.functional import *\n", "imports *"),
+    ("setattr on a module", "setattr(F, 'softmax', None)\n", "other than through"),
+]
+
+
+@pytest.mark.parametrize("what, cell, word", ROUTES, ids=[r[0] for r in ROUTES])
+def test_each_route_around_the_watch_is_refused_before_it_runs(course_root, what, cell, word):
+    chapter = 9 if "mock" in cell else 5
+    ex = registry.get("9.1" if chapter == 9 else "5.3")
+    names = {e.name for e in registry.chapter_exercises(chapter)}
+    problem = static_problem(cell, ex, names, _imports(chapter, course_root))
+    assert problem is not None and word in problem, f"{what}: {problem}"
+
+
+def test_routes_earn_nothing_and_honest_exercises_keep_their_points(course_root, tmp_path):
+    """Graded for real: two routes of the issue in 5.3 and 5.4 get 0 with the reason; the rest keeps its points."""
+    ops = ROUTES[0][1].replace("    return torch.ops", "    out = torch.ops")
+    ops += (
+        "    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), -1)\n    return out, weights\n"
+    )
+    cells = {"5.3": ops, "5.4": ROUTES[1][1]}
+    path = with_cells(course_root / "solutions" / notebook_name(5), tmp_path, "routes.ipynb", cells)
+    report = grade_notebook(path, course_root, isolation="process")
+    expected = {**full_points(5), "5.3": 0, "5.4": 0}
+    assert scores(report) == expected, report.markdown()
+    outputs = {t.name[9:12]: t.output for t in report.tests}
+    assert outputs["5.3"].startswith("refused:") and "_math" in outputs["5.3"]
+    assert outputs["5.4"].startswith("refused:") and "`sys`" in outputs["5.4"]
+    assert header("5.3")  # the cells kept their headers, so they were graded as 5.3 and 5.4
+
+
+def test_the_watch_sees_a_forbidden_builtin_by_its_family():
+    """Defence behind the closed world: a variant of the forbidden function, called, is reported."""
+    worker = sandbox.Worker("process", memory_mb=2048, cpu_seconds=120)
+    try:
+        assert worker.wait_ready(120)
+        source = "def f(q):\n    return torch._scaled_dot_product_attention_math(q, q, q)[0]\n"
+        assert worker.request({"op": "exec", "source": "import torch\n" + source, "timeout": 30}, 30) == {"ok": True}
+        q = {"__tensor__": "float64", "shape": [1, 2, 2], "data": [0.1, 0.2, 0.3, 0.4]}
+        case = {"args": {"__seq__": "tuple", "items": [q]}, "kwargs": {"__dict__": {}}, "init": None, "state": None}
+        command = {"op": "call", "exercise": "5.3", "name": "f", "kind": "function", "cases": [case], "timeout": 30}
+        answer = worker.request({**command, "forbidden": ["scaled_dot_product_attention"]}, 30)
+    finally:
+        worker.close()
+    assert answer is not None and "value" in answer["results"][0], answer
+    assert answer["forbidden"] == ["_scaled_dot_product_attention_math"]
+
+
+@needs_pids
+def test_no_thread_or_process_starts_once_the_worker_is_ready(monkeypatch):
+    """The pids group is frozen at the worker's own tasks: threading and fork fail, PyTorch's work does not, and
+    the grader's environment is not the worker's."""
+    monkeypatch.setenv("HOSTILE_TEST_SECRET", "1")
+    worker = sandbox.Worker("process", memory_mb=2048, cpu_seconds=120)
+    try:
+        assert worker.wait_ready(120) and worker.tasks_frozen
+
+        def run(source: str) -> dict | None:
+            return worker.request({"op": "exec", "source": source, "timeout": 30}, 30)
+
+        assert "can't start new thread" in run("import threading\nthreading.Thread(target=print).start()")["error"]
+        assert "Resource temporarily unavailable" in run("import os\nos.fork()")["error"]
+        honest = "import torch\nx = torch.randn(200, 200, requires_grad=True)\n(x @ x).softmax(-1).sum().backward()"
+        assert run(honest) == {"ok": True}
+        assert run("import os\nassert 'HOSTILE_TEST_SECRET' not in os.environ") == {"ok": True}
+    finally:
+        worker.close()
+
+
+@needs_bwrap
+@needs_memory
+def test_the_whole_sandbox_is_under_one_memory_limit():
+    """/tmp holds 64 MiB; what the processes hold together, /dev/shm included, stays under the memory limit: past
+    it the kernel ends the worker, and the report says why."""
+    worker = sandbox.Worker("bwrap", memory_mb=1024, cpu_seconds=120)
+    try:
+        assert worker.wait_ready(120)
+        write = "b = b'x' * 2**20\nfor n in range({n}):\n    with open(f'{where}/a{{n}}', 'wb') as f:\n"
+        write += "        for i in range(50):\n            f.write(b)\n"
+        tmp = worker.request({"op": "exec", "source": write.format(n=3, where="/tmp"), "timeout": 30}, 30)
+        assert tmp is not None and "No space left on device" in tmp["error"]
+        shm = worker.request({"op": "exec", "source": write.format(n=30, where="/dev/shm"), "timeout": 60}, 60)
+        assert shm is None and "memory limit of 1024 MB" in str(worker.dead)
+    finally:
+        worker.close()
+    assert torch.ones(1).item() == 1.0  # the grader's own process is untouched
