@@ -119,6 +119,7 @@ ROUTES = [
     ("pickled code", "x = torch.load('/tmp/x', weights_only=False)\n", "load"),
     ("the course's solution read back", "import inspect\ntext = inspect.getsource(attention_scores)\n", "`inspect`"),
     ("the same, through its code", "code = attention_scores.__code__\n", "__code__"),
+    ("processes through PyTorch's data loader", "from torch.utils.data import DataLoader\n", "torch.utils.data"),
     ("a star import", "from torch.nn.functional import *\n", "imports *"),
     ("setattr on a module", "setattr(F, 'softmax', None)\n", "other than through"),
 ]

@@ -38,6 +38,7 @@ ALLOWED_MODULES = frozenset(
         "torch.nn",
         "torch.nn.functional",
         "torch.nn.init",
+        "torch.nn.utils",  # clip_grad_norm_, in a training experiment
         "torch.optim",
         "torch.optim.lr_scheduler",
         "torch.linalg",
@@ -161,7 +162,8 @@ def _follow(module: str, attrs: list[str]) -> str | None:
                 return f"`{obj.__name__}.{attr}`, which is not a plain attribute of its module"
             return None  # no such attribute: the cell will fail on it by itself
         if isinstance(found, types.ModuleType) and found.__name__ not in ALLOWED_MODULES:
-            return f"the module `{found.__name__}` (as `{obj.__name__}.{attr}`)"
+            reached = f"{obj.__name__}.{attr}"
+            return f"the module `{found.__name__}`" + (f" (as `{reached}`)" if reached != found.__name__ else "")
         obj = found
     return None
 
