@@ -84,8 +84,10 @@ def test_run_records_its_command_and_a_consistent_curve(name):
 
 def test_the_language_model_runs_are_there():
     # the three seeds of each five-minute model and of translation as language modelling, which chapter 10 reads
-    seeds = {f"{c}-seed{s}.json" for c in ("lm-transformer-cpu", "lm-rnn-cpu", "tlm-transformer-cpu") for s in range(3)}
-    assert {"lm-bigram.json", "lm-transformer-cpu-vocab2000.json"} | seeds <= set(LM_RUNS)
+    configs = ("lm-transformer-cpu", "lm-transformer-2layer-cpu", "lm-rnn-cpu", "tlm-transformer-cpu")
+    seeds = {f"{c}-seed{s}.json" for c in (*configs, "tlm-transformer-cpu-1280") for s in range(3)}
+    sweep = {f"lm-transformer-cpu-sweep-{n}.json" for n in ("base-lr4", "256x2-lr3", "128x4-lr4", "192x2-lr4")}
+    assert {"lm-bigram.json", "lm-transformer-cpu-vocab2000.json"} | seeds | sweep <= set(LM_RUNS)
 
 
 @pytest.mark.parametrize("name", LM_RUNS)

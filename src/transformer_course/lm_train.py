@@ -45,6 +45,12 @@ LM_CONFIGS: dict[str, dict] = {
         task="lm", model="transformer", vocab=8000, d_model=192, n_heads=4, n_layers=4, d_ff=768, dropout=0.0,
         max_tokens=600, peak_lr=0.002, warmup=150, max_len=64,
     ),
+    # chosen at equal time on validation (runs/sweep-lm-transformer-cpu.json): half the layers, so each step costs
+    # about 0.73 of the GRU's and 2,600 steps take the GRU's 1,900; twice the peak learning rate
+    "lm-transformer-2layer-cpu": dict(
+        task="lm", model="transformer", vocab=8000, d_model=192, n_heads=4, n_layers=2, d_ff=768, dropout=0.0,
+        max_tokens=600, peak_lr=0.004, warmup=150, max_len=64,
+    ),
     "lm-rnn-cpu": dict(
         task="lm", model="rnn", vocab=8000, d_embed=256, d_hidden=512, n_layers=1, dropout=0.0,
         max_tokens=600, peak_lr=0.008, warmup=80,
