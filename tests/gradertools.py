@@ -1,13 +1,16 @@
 """Helpers for the grader tests: build submissions from a chapter's solution notebook."""
 
+import functools
 import importlib
 import json
 import pkgutil
 from pathlib import Path
+from typing import NamedTuple
 
 import wrong_answers
 from transformer_course.grading import registry
 from transformer_course.grading.cells import exercise_id
+from transformer_course.grading.limits import Cgroups
 
 
 def header(ex_id: str) -> str:
@@ -53,3 +56,20 @@ def wrong_rounds() -> list[tuple[int, int, dict]]:
 
 def graded_chapters() -> list[int]:
     return sorted(registry.CHAPTER_MODULES)
+
+
+class CgroupsHere(NamedTuple):
+    pids: bool
+    memory: bool
+
+
+@functools.cache
+def cgroups_here() -> CgroupsHere:
+    """Which of the sandbox's cgroup v1 groups (``limits.Cgroups``) this machine lets the grader make (as root, on
+    most Linux machines): a probe makes them, as a worker would, and removes them at once. Probed once a session,
+    for the tests whose expectations depend on it (a thread or fork fails only where the pids group is)."""
+    probe = Cgroups(256)
+    try:
+        return CgroupsHere(pids=probe.pids is not None, memory=probe.memory is not None)
+    finally:
+        probe.remove()

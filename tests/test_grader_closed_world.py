@@ -12,29 +12,28 @@ points it did not. Three layers, each tested here:
 3. the watch itself matches a forbidden built-in's family (``_scaled_dot_product_attention_math``).
 """
 
+import ast
 import json
 from pathlib import Path
 
 import pytest
 import torch
 
-from gradertools import full_points, header, notebook_name, scores, with_cells, wrong_rounds
-from transformer_course.grading import isolation, registry, sandbox
+from gradertools import cgroups_here, full_points, notebook_name, scores, with_cells, wrong_rounds
+from transformer_course.grading import isolation, limits, registry, sandbox
 from transformer_course.grading.cells import exercise_id
 from transformer_course.grading.closed_world import closed_world_problem, module_aliases
 from transformer_course.grading.given import given_code
 from transformer_course.grading.grader import grade_notebook
-from transformer_course.grading.limits import Cgroups
 from transformer_course.grading.submission import clean_source, static_problem
 
 needs_bwrap = pytest.mark.skipif(
     not isolation.bwrap_available(), reason="bubblewrap is not available here: install it with `make sandbox` (as root)"
 )
-_PROBE = Cgroups(256)
-HAS_PIDS, HAS_MEMORY = _PROBE.pids is not None, _PROBE.memory is not None
-_PROBE.remove()
-needs_pids = pytest.mark.skipif(not HAS_PIDS, reason="no cgroup v1 pids group can be made here (needs root)")
-needs_memory = pytest.mark.skipif(not HAS_MEMORY, reason="no cgroup v1 memory group can be made here (needs root)")
+needs_pids = pytest.mark.skipif(not cgroups_here().pids, reason="no cgroup v1 pids group can be made here (needs root)")
+needs_memory = pytest.mark.skipif(
+    not cgroups_here().memory, reason="no cgroup v1 memory group can be made here (needs root)"
+)
 
 
 def _imports(chapter: int, root: Path) -> str:
@@ -66,7 +65,7 @@ def test_every_honest_cell_of_the_course_is_inside_the_closed_world(course_root)
     refused = []
     for label, chapter, source in cells:
         code, _ = clean_source(source)
-        problem = closed_world_problem(__import__("ast").parse(code), imports[chapter])
+        problem = closed_world_problem(ast.parse(code), imports[chapter])
         if problem and "transformer_course" not in problem:  # a wrong answer that imports the course: refused
             refused.append(f"{label}: {problem}")
     assert refused == []
@@ -148,7 +147,7 @@ def test_routes_earn_nothing_and_honest_exercises_keep_their_points(course_root,
     outputs = {t.name[9:12]: t.output for t in report.tests}
     assert outputs["5.3"].startswith("refused:") and "_math" in outputs["5.3"]
     assert outputs["5.4"].startswith("refused:") and "`sys`" in outputs["5.4"]
-    assert header("5.3")  # the cells kept their headers, so they were graded as 5.3 and 5.4
+    assert report.problems == []  # both cells were read as 5.3 and 5.4 (none missing or extra), and nothing else
 
 
 def test_the_watch_sees_a_forbidden_builtin_by_its_family():
@@ -166,6 +165,23 @@ def test_the_watch_sees_a_forbidden_builtin_by_its_family():
         worker.close()
     assert answer is not None and "value" in answer["results"][0], answer
     assert answer["forbidden"] == ["_scaled_dot_product_attention_math"]
+
+
+@needs_bwrap
+def test_the_report_says_when_the_sandbox_has_no_control_groups(course_root, monkeypatch, tmp_path):
+    """Where no group can be made, the solution still gets full marks, and the report's isolation line says which
+    group was missing and is shown; where both were made, the line is the mode's alone and is not shown."""
+    notebook = course_root / "solutions" / notebook_name(5)
+    if cgroups_here().pids and cgroups_here().memory:
+        report = grade_notebook(notebook, course_root, isolation="bwrap")
+        assert report.score == report.max_score and report.isolation == "graded in the bwrap sandbox"
+        assert not report.isolation_is_weak
+    monkeypatch.setattr(limits, "_V1", tmp_path / "no-cgroup-here")  # every group's mkdir fails
+    report = grade_notebook(notebook, course_root, isolation="bwrap")
+    assert report.score == report.max_score > 0, report.markdown()
+    assert "a weaker sandbox: no pids group" in report.isolation and "no memory group" in report.isolation
+    assert report.isolation_is_weak and report.isolation in report.markdown().replace("\\", "")
+    assert report.isolation in report.gradescope()["output"]
 
 
 @needs_pids

@@ -18,6 +18,7 @@ from transformer_course.grading import check, registry, selfcheck
 from transformer_course.grading.cells import BEGIN, END
 from transformer_course.grading.cells import exercise_id as cell_exercise
 from transformer_course.grading.codec import encode
+from transformer_course.grading.given import given_code
 from transformer_course.grading.selfcheck import evaluate
 
 EXERCISES = [e.id for chapter in sorted(registry.CHAPTER_MODULES) for e in registry.chapter_exercises(chapter)]
@@ -553,3 +554,20 @@ def test_a_cell_the_grader_would_refuse_does_not_pass_the_self_check(shell, caps
     out = capsys.readouterr().out
     assert out.startswith("❌ Exercise 5.1") and "would refuse" in out and "`sys`" in out, out
     assert shell.user_ns["attention_scores"] is ref.attention_scores
+
+
+def test_the_self_check_reads_the_chapters_given_imports_as_the_grader_does(shell, capsys, course_root):
+    """Chapter 9's given code imports `mock` (unittest.mock). The grader reads a cell with the chapter's own imports
+    (given_code of the pristine notebook), so it refuses a cell that uses `mock`; the self-check must say so too,
+    rather than read the cell with the usual imports, find nothing, and run it."""
+    pristine = json.loads((course_root / "notebooks" / registry.chapter_notebook(9)).read_text())
+    assert selfcheck.given_imports(9) == given_code(pristine)["__imports__"]
+    ex = registry.get("9.1")
+    cell = f"# EXERCISE 9.1 ({ex.points} points): {ex.title}\n"
+    cell += f"def {ex.name}(*args, **kwargs):\n    return mock.sentinel\n"
+    _run(shell, cell)
+    capsys.readouterr()
+    assert _run(shell, f'{ex.name} = check("9.1", {ex.name})').success
+    out = capsys.readouterr().out
+    assert out.startswith("❌ Exercise 9.1") and "would refuse" in out and "`unittest.mock`" in out, out
+    assert shell.user_ns[ex.name] is ex.reference

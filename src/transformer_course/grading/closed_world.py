@@ -106,14 +106,24 @@ def module_aliases(imports: str) -> dict[str, str]:
     except SyntaxError:
         return aliases
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                aliases[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            for a in node.names:
-                if _is_module(f"{node.module}.{a.name}"):
-                    aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            _bind(node, aliases)
     return aliases
+
+
+def _bind(node: ast.Import | ast.ImportFrom, aliases: dict[str, str]) -> None:
+    """Add to aliases the names that one import statement binds to modules: ``import a.b`` binds ``a`` to ``a``,
+    ``import a.b as c`` binds ``c`` to ``a.b``, ``from a import b`` binds ``b`` to ``a.b`` where that is a module.
+    One place for the chapter's imports (``module_aliases``) and a cell's own (``closed_world_problem``), so that
+    both read an import alike. A relative import binds nothing here (a cell's is refused before it is bound)."""
+    if isinstance(node, ast.Import):
+        for a in node.names:
+            top = a.name.split(".")[0]
+            aliases[a.asname or top] = a.name if a.asname else top
+    elif node.module and not node.level:
+        for a in node.names:
+            if _is_module(f"{node.module}.{a.name}"):
+                aliases[a.asname or a.name] = f"{node.module}.{a.name}"
 
 
 def _is_module(dotted: str) -> bool:
@@ -179,7 +189,7 @@ def closed_world_problem(tree: ast.AST, aliases: dict[str, str]) -> str | None:
             for a in node.names:
                 if a.name not in ALLOWED_MODULES:
                     return f"it imports `{a.name}`"
-                aliases[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+            _bind(node, aliases)  # bound once every name passed: a refused statement returns with nothing bound
         elif isinstance(node, ast.ImportFrom):
             if node.level or not node.module or node.module not in ALLOWED_MODULES:
                 return f"it imports from `{'.' * node.level}{node.module or ''}`"
@@ -191,8 +201,7 @@ def closed_world_problem(tree: ast.AST, aliases: dict[str, str]) -> str | None:
                 problem = _follow(node.module, [a.name])
                 if problem:
                     return f"it uses {problem}"
-                if _is_module(f"{node.module}.{a.name}"):
-                    aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+            _bind(node, aliases)
     bases = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
     for node in ast.walk(tree):
         problem = _node_problem(node, aliases, bases)

@@ -36,7 +36,7 @@ from .given import fallback_source, given_code
 from .isolation import Isolation, IsolationError
 from .isolation import resolve as resolve_isolation
 from .registry import Exercise
-from .report import Report, TestResult
+from .report import WEAK_SANDBOX, Report, TestResult
 from .submission import Extracted, SubmissionError, clean_source, extract, read_notebook, static_problem
 from .verdicts import compare_cases
 
@@ -77,6 +77,11 @@ def grade_notebook(
     """
     start = time.monotonic()
     report = Report(submission=path.name)
+    # The reference's side of each verdict runs here on small tensors, as the worker's one thread does: one
+    # thread here too, since two spin-waiting OpenMP threads beside a busy worker (or beside the other gradings
+    # of --jobs) made chapter 1's verdicts several times slower on two cores.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
     try:
         resolved = isolation if isinstance(isolation, Isolation) else resolve_isolation(isolation)
         _grade_into(report, path, root, Deadline(timeout, cell_timeout), chapter, resolved, seed, memory_mb)
@@ -87,6 +92,8 @@ def grade_notebook(
     except Exception as exc:  # noqa: BLE001 - a bug of the grader's own: still a report, and no points
         report.problems.append(f"internal grader error ({type(exc).__name__}: {exc}); please tell the course staff")
         report.tests = [TestResult(t.name, 0, t.max_score, t.output, "failed") for t in report.tests]
+    finally:
+        torch.set_num_threads(threads)
     report.seconds = time.monotonic() - start
     return report
 
@@ -139,6 +146,7 @@ def _grade_into(
                 f"the grading worker did not start ({worker.dead}): "
                 f"{bytes(worker.output[-300:]).decode(errors='replace')}"
             )
+        report.isolation += _missing_groups(worker)
         for ex in registry.chapter_exercises(extracted.chapter):
             report.tests.append(_grade_exercise(grading, ex))
             if worker.dead and clock.left() <= 0:
@@ -147,6 +155,17 @@ def _grade_into(
         worker.close()
     if worker.dead:
         report.problems.append(f"{worker.dead}; the exercises from that point on got no points")
+
+
+def _missing_groups(worker: sandbox.Worker) -> str:
+    """What the isolation line adds when the sandbox's control groups could not be made (limits.Cgroups): the report
+    then says so, since the limits that hold instead are weaker."""
+    missing = []
+    if not worker.tasks_frozen:
+        missing.append("no pids group, so the student's code could start threads and processes")
+    if worker.cgroups.memory is None:
+        missing.append("no memory group, so the memory limit held per process only")
+    return f"; {WEAK_SANDBOX}: {'; '.join(missing)}" if missing else ""
 
 
 def _grade_exercise(g: _Grading, ex: Exercise) -> TestResult:

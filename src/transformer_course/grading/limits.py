@@ -25,7 +25,10 @@ class Cgroups:
     is ready (``freeze_tasks``): the student's code can start no thread and no process. memory: the whole sandbox,
     every process and what they write into its memory file systems (/tmp, /dev/shm), under one limit. Either may
     be missing (no cgroup v1 hierarchy, or not allowed): ``pids``/``memory`` are then None and only the
-    per-process limits of ``limit_child`` hold, which the report's isolation line says."""
+    per-process limits of ``limit_child`` hold (an address space per process; processes by ``RLIMIT_NPROC``, which
+    binds only non-root users). The report says so: its isolation line adds which group was missing and what held
+    instead (``grader._missing_groups``), and the report then shows that line; the worker's ``tasks_frozen`` stays
+    False, and the tests that need a group (tests/test_grader_closed_world.py) are skipped with the reason."""
 
     def __init__(self, memory_mb: int) -> None:
         name = f"course-grade-{secrets.token_hex(6)}"

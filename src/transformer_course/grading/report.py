@@ -18,6 +18,8 @@ __all__ = ["STATUSES", "Report", "TestResult", "capped", "fenced", "md_escape"]
 # its output as a test's output. Past these limits the rest is cut, and the report says how much.
 PROBLEM_CHARS = 500  # one problem, on one line
 MAX_PROBLEMS = 20
+# begins the isolation line's note when the sandbox's control groups could not be made (grader._missing_groups)
+WEAK_SANDBOX = "a weaker sandbox"
 OUTPUT_CHARS = 6000  # one exercise's output
 
 # A submission's status, in the order of the checks that decide it (Report.status):
@@ -120,6 +122,12 @@ class Report:
             return "timed out"
         return "below full marks"
 
+    @property
+    def isolation_is_weak(self) -> bool:
+        """Whether the report shows its isolation line: the process mode's warning, or the sandbox's missing control
+        groups (grader._missing_groups)."""
+        return "WARNING" in self.isolation or WEAK_SANDBOX in self.isolation
+
     def gradescope(self) -> dict:
         return {
             "score": self.score,
@@ -127,7 +135,7 @@ class Report:
             "execution_time": round(self.seconds, 1),
             "output": "\n".join(
                 [f"- {p}" for p in _capped_problems(self.problems)]  # each on a line of its own, marked as an item
-                + ([self.isolation] if "WARNING" in self.isolation else [])
+                + ([self.isolation] if self.isolation_is_weak else [])
             )
             or "Graded every exercise.",
             "stdout_visibility": "visible",
@@ -151,7 +159,7 @@ class Report:
         head += f", graded in {self.seconds:.1f} s\n\n"
         head += f"Student: {md_escape(self.student)}. " if self.student else ""
         head += f"Status: {self.status}\n\n"
-        if "WARNING" in self.isolation:
+        if self.isolation_is_weak:
             head += f"> {md_escape(self.isolation)}\n\n"
         if self.problems:
             head += "".join(f"- {md_escape(p)}\n" for p in _capped_problems(self.problems)) + "\n"
