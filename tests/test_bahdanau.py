@@ -82,7 +82,7 @@ def _step_by_step(model, batch):
 
 def test_the_model_forward_equals_its_decoder_steps_and_the_readout_can_be_tied():
     torch.manual_seed(0)
-    for kwargs in ({}, {"d_readout": 4, "tie": True}, {"d_readout": 3}):
+    for kwargs in ({}, {"d_readout": 4, "tie": True}, {"d_readout": 3}, {"bidirectional": True}):
         model = bahdanau.AttentionSeq2Seq(12, 9, 4, 6, 5, **kwargs).double()
         batch = make_batch([[4, 5, 6], [4, 5, 6, 7, 8]], [[3, 4, 5], [3]], 0, 2)
         fast_logits, fast_weights = model(batch.src, batch.src_mask, batch.tgt)
@@ -106,3 +106,66 @@ def test_a_tied_readout_must_match_the_embedding():
         bahdanau.AttentionSeq2Seq(12, 9, 4, 6, 5, d_readout=3, tie=True)
     with pytest.raises(ValueError, match="readout"):
         bahdanau.AttentionSeq2Seq(12, 9, 4, 6, 5, tie=True)
+
+
+def test_the_bidirectional_encoder_is_a_gru_each_way_that_skips_padding():
+    # Checked against two one-way torch.nn.GRUs that get its weights, each run on one unpadded sentence: the
+    # forward one left to right, the backward one on the sentence reversed (its states then reversed back).
+    torch.manual_seed(0)
+    encoder = bahdanau.BidirectionalEncoder(12, 4, 6).double()
+    forward, backward = (torch.nn.GRU(4, 6, batch_first=True).double() for _ in range(2))
+    for gru, suffix in ((forward, ""), (backward, "_reverse")):
+        for name in ("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0"):
+            getattr(gru, name).data.copy_(getattr(encoder.rnn, name + suffix))
+    sentences = [[4, 5, 6], [4, 5, 6, 7, 8, 9], [7]]
+    batch = make_batch(sentences, [[3]] * 3, 0, 2)
+    states, s0 = encoder(batch.src, batch.src_mask)
+    assert states.shape == (3, 6, 12) and s0.shape == (3, 6)
+    for b, sentence in enumerate(sentences):
+        x = encoder.embedding(torch.tensor([sentence]))  # (1, T, E)
+        fwd, fwd_last = forward(x)
+        bwd, bwd_last = backward(x.flip(1))
+        torch.testing.assert_close(states[b, : len(sentence)], torch.cat([fwd, bwd.flip(1)], -1)[0], atol=1e-12, rtol=0)
+        assert (states[b, len(sentence) :] == 0).all()  # padding: no state
+        expected_s0 = torch.tanh(encoder.init(torch.cat([fwd_last[0, 0], bwd_last[0, 0]])))
+        torch.testing.assert_close(s0[b], expected_s0, atol=1e-12, rtol=0)
+
+
+def test_the_backward_direction_sees_the_future():
+    torch.manual_seed(0)
+    encoder = bahdanau.BidirectionalEncoder(12, 4, 6).double()
+    a = make_batch([[4, 5, 6, 7]], [[3]], 0, 2)
+    b = make_batch([[4, 5, 6, 8]], [[3]], 0, 2)  # only the last word differs
+    (h_a, _), (h_b, _) = encoder(a.src, a.src_mask), encoder(b.src, b.src_mask)
+    torch.testing.assert_close(h_a[:, :3, :6], h_b[:, :3, :6], atol=0, rtol=0)  # forward: the past only
+    assert (h_a[:, 0, 6:] - h_b[:, 0, 6:]).abs().max() > 1e-6  # backward: the first word's state has read the last
+    # a one-way encoder's first state has not
+    one_way = bahdanau.AttentionSeq2Seq(12, 9, 4, 6, 5).double().encoder
+    torch.testing.assert_close(one_way(a.src, a.src_mask)[0][:, 0], one_way(b.src, b.src_mask)[0][:, 0])
+
+
+def test_the_default_model_is_unchanged_by_the_bidirectional_option():
+    import json
+    from importlib.resources import files
+
+    from transformer_course.configs import CONFIGS
+    from transformer_course.models import build_model, typed
+    from transformer_course.seq2seq import Encoder
+
+    torch.manual_seed(0)
+    default = bahdanau.AttentionSeq2Seq(12, 9, 4, 6, 5, d_readout=4, tie=True)
+    torch.manual_seed(0)
+    explicit = bahdanau.AttentionSeq2Seq(12, 9, 4, 6, 5, d_readout=4, tie=True, bidirectional=False)
+    assert type(default.encoder) is Encoder
+    for (name, p), (name2, q) in zip(default.state_dict().items(), explicit.state_dict().items()):
+        assert name == name2 and torch.equal(p, q)
+    # chapter 4's five-minute model has the parameters its stored runs counted (8,000 tokens); the bidirectional
+    # one adds the backward GRU, the 2H-wide context's share of the decoder and the first state's layer
+    run = json.loads(files("transformer_course.runs").joinpath("bahdanau-cpu-5min-seed0.json").read_text())
+    counts = {}
+    for name in ("bahdanau-cpu", "bahdanau-bi-cpu"):
+        counts[name] = sum(p.numel() for p in build_model(typed(CONFIGS[name]), 8000).parameters())
+    assert counts["bahdanau-cpu"] == run["parameters"]
+    E, H, A, R = 128, 256, 128, 128
+    extra = 3 * H * (E + H) + 3 * H * 2 + (2 * H * H + H) + 3 * H * H + H * A + H * R
+    assert counts["bahdanau-bi-cpu"] - counts["bahdanau-cpu"] == extra

@@ -23,6 +23,7 @@ from .seq2seq import Encoder
 __all__ = [
     "AttentionDecoderStep",
     "AttentionSeq2Seq",
+    "BidirectionalEncoder",
     "additive_score",
     "attention_context",
     "gru_update",
@@ -70,6 +71,36 @@ def gru_update(from_input: Tensor, from_state: Tensor, s: Tensor) -> Tensor:
     z = torch.sigmoid(i_z + h_z)
     n = torch.tanh(i_n + r * h_n)
     return n + z * (s - n)  # = (1 - z) * n + z * s
+
+
+class BidirectionalEncoder(nn.Module):
+    """Bahdanau's encoder: a GRU reads the source left to right, another right to left.
+
+    src (B, T_x) token ids, src_mask (B, T_x) bool -> states (B, T_x, 2H), s0 (B, H)
+    The state at position j is [forward_j, backward_j]: forward_j has read x_1..x_j, backward_j has read
+    x_j..x_T (the words after j too), so the annotation of a word sums up the whole sentence around it
+    {cite}`bahdanau2015neural`. Padding is packed away, so the backward GRU starts at each sequence's last
+    real token, not at its padding. The decoder starts from s0 = tanh(W [forward_T, backward_1]): both
+    directions' final states through a small learned layer.
+    """
+
+    def __init__(self, vocab_size: int, d_emb: int, d_hidden: int) -> None:
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, d_emb)
+        self.rnn = nn.GRU(d_emb, d_hidden, batch_first=True, bidirectional=True)  # nn.GRU's own weight names
+        self.init = nn.Linear(2 * d_hidden, d_hidden)  # [forward_T, backward_1] -> the decoder's first state
+
+    def forward(self, src: Tensor, src_mask: Tensor) -> tuple[Tensor, Tensor]:
+        lengths = src_mask.long().sum(dim=1)  # (B,)
+        if bool((lengths == 0).any()):
+            raise ValueError("every sequence needs at least one real token")
+        packed = nn.utils.rnn.pack_padded_sequence(
+            self.embedding(src), lengths.cpu(), batch_first=True, enforce_sorted=False
+        )
+        out, final = self.rnn(packed)  # final (2, B, H): forward after x_T, backward after x_1
+        states, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=src.shape[1])
+        s0 = torch.tanh(self.init(torch.cat([final[0], final[1]], dim=-1)))  # (B, H)
+        return states, s0  # (B, T_x, 2H) with zeros at padding, (B, H)
 
 
 class AttentionDecoderStep(nn.Module):
@@ -146,7 +177,11 @@ class AttentionDecoderStep(nn.Module):
 
 
 class AttentionSeq2Seq(nn.Module):
-    """The encoder of chapter 3 with an attention decoder: every encoder state stays available at every step."""
+    """The encoder of chapter 3 with an attention decoder: every encoder state stays available at every step.
+
+    ``bidirectional=True`` swaps in Bahdanau's BidirectionalEncoder: the attention's keys and values, the
+    context that the GRU cell and the output layer read, are then its 2H-wide states.
+    """
 
     def __init__(
         self,
@@ -159,10 +194,15 @@ class AttentionSeq2Seq(nn.Module):
         d_readout: int | None = None,
         tie: bool = False,
         eos_id: int = 2,
+        bidirectional: bool = False,
     ) -> None:
         super().__init__()
-        self.encoder = Encoder(src_vocab, d_emb, d_hidden)
-        self.decoder = AttentionDecoderStep(tgt_vocab, d_emb, d_hidden, d_hidden, d_att, d_readout, tie)
+        if bidirectional:
+            self.encoder: nn.Module = BidirectionalEncoder(src_vocab, d_emb, d_hidden)
+        else:
+            self.encoder = Encoder(src_vocab, d_emb, d_hidden)
+        d_enc = 2 * d_hidden if bidirectional else d_hidden
+        self.decoder = AttentionDecoderStep(tgt_vocab, d_emb, d_hidden, d_enc, d_att, d_readout, tie)
         self.bos_id, self.eos_id = bos_id, eos_id
 
     def forward(self, src: Tensor, src_mask: Tensor, tgt: Tensor) -> tuple[Tensor, Tensor]:

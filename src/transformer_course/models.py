@@ -61,6 +61,7 @@ class BahdanauConfig(TrainingConfig):
     d_att: int
     d_readout: int | None = None  # None: no readout layer, the output layer reads the state directly
     tie: bool = False  # the output layer shares the target embedding's matrix
+    bidirectional: bool = False  # Bahdanau's encoder: a GRU each way, the attention reads both (2 x d_hidden)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,7 +124,14 @@ def _bahdanau(cfg: BahdanauConfig, vocab_size: int) -> nn.Module:
     from .bahdanau import AttentionSeq2Seq
 
     return AttentionSeq2Seq(
-        vocab_size, vocab_size, cfg.d_emb, cfg.d_hidden, cfg.d_att, d_readout=cfg.d_readout, tie=cfg.tie
+        vocab_size,
+        vocab_size,
+        cfg.d_emb,
+        cfg.d_hidden,
+        cfg.d_att,
+        d_readout=cfg.d_readout,
+        tie=cfg.tie,
+        bidirectional=cfg.bidirectional,
     )
 
 
