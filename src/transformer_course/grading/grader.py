@@ -35,27 +35,14 @@ from .codec import encode
 from .given import fallback_source, given_code
 from .isolation import Isolation, IsolationError
 from .isolation import resolve as resolve_isolation
+from .limits import Deadline, missing_groups
 from .registry import Exercise
-from .report import WEAK_SANDBOX, Report, TestResult
+from .report import Report, TestResult
 from .submission import Extracted, SubmissionError, clean_source, extract, read_notebook, static_problem
 from .verdicts import compare_cases
 
 MAX_OUTPUT = 4000  # characters of report text per exercise
 STARTUP = 120  # seconds the worker may take to start (importing PyTorch: 1-3 s, far more on a loaded machine)
-
-
-class Deadline:
-    """A submission's total time limit, and what one cell may take of what is left (at least a second)."""
-
-    def __init__(self, seconds: int, cell_timeout: int) -> None:
-        self.seconds, self.cell_timeout = seconds, cell_timeout
-        self.end = time.monotonic() + seconds
-
-    def left(self) -> float:
-        return self.end - time.monotonic()
-
-    def for_cell(self) -> float:
-        return min(self.cell_timeout, max(1, self.left()))
 
 
 def grade_notebook(
@@ -77,9 +64,7 @@ def grade_notebook(
     """
     start = time.monotonic()
     report = Report(submission=path.name)
-    # The reference's side of each verdict runs here on small tensors, as the worker's one thread does: one
-    # thread here too, since two spin-waiting OpenMP threads beside a busy worker (or beside the other gradings
-    # of --jobs) made chapter 1's verdicts several times slower on two cores.
+    # One thread, as the worker's: two spin-waiting ones beside it made chapter 1's verdicts 100x slower on 2 cores
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -146,7 +131,7 @@ def _grade_into(
                 f"the grading worker did not start ({worker.dead}): "
                 f"{bytes(worker.output[-300:]).decode(errors='replace')}"
             )
-        report.isolation += _missing_groups(worker)
+        report.isolation += missing_groups(worker.cgroups, worker.tasks_frozen)
         for ex in registry.chapter_exercises(extracted.chapter):
             report.tests.append(_grade_exercise(grading, ex))
             if worker.dead and clock.left() <= 0:
@@ -155,17 +140,6 @@ def _grade_into(
         worker.close()
     if worker.dead:
         report.problems.append(f"{worker.dead}; the exercises from that point on got no points")
-
-
-def _missing_groups(worker: sandbox.Worker) -> str:
-    """What the isolation line adds when the sandbox's control groups could not be made (limits.Cgroups): the report
-    then says so, since the limits that hold instead are weaker."""
-    missing = []
-    if not worker.tasks_frozen:
-        missing.append("no pids group, so the student's code could start threads and processes")
-    if worker.cgroups.memory is None:
-        missing.append("no memory group, so the memory limit held per process only")
-    return f"; {WEAK_SANDBOX}: {'; '.join(missing)}" if missing else ""
 
 
 def _grade_exercise(g: _Grading, ex: Exercise) -> TestResult:

@@ -1,5 +1,5 @@
-"""What the grader does to the worker's process from outside: resource limits set in the child before it
-execs, the control groups that hold the whole sandbox, and a handle on the sandbox's PID 1 through which the
+"""What the grader does to the worker's process from outside: the submission's deadline, resource limits set in
+the child before it execs, the control groups that hold the whole sandbox, and a handle on the sandbox's PID 1 through which the
 whole PID namespace is ended (``sandbox``)."""
 
 from __future__ import annotations
@@ -12,10 +12,37 @@ import select
 import time
 from pathlib import Path
 
-__all__ = ["MAX_PROCESSES", "Cgroups", "limit_child", "namespace_init"]
+__all__ = ["MAX_PROCESSES", "WEAK_SANDBOX", "Cgroups", "Deadline", "limit_child", "missing_groups", "namespace_init"]
 
 MAX_PROCESSES = 64
 _V1 = Path("/sys/fs/cgroup")
+# begins the isolation line's note when the sandbox's control groups could not be made (missing_groups; report.py)
+WEAK_SANDBOX = "a weaker sandbox"
+
+
+class Deadline:
+    """A submission's total time limit, and what one cell may take of what is left (at least a second)."""
+
+    def __init__(self, seconds: int, cell_timeout: int) -> None:
+        self.seconds, self.cell_timeout = seconds, cell_timeout
+        self.end = time.monotonic() + seconds
+
+    def left(self) -> float:
+        return self.end - time.monotonic()
+
+    def for_cell(self) -> float:
+        return min(self.cell_timeout, max(1, self.left()))
+
+
+def missing_groups(cgroups: Cgroups, frozen: bool) -> str:
+    """What the report's isolation line adds when the sandbox's groups could not be made (frozen: whether the pids
+    group froze the worker's tasks): the report then shows the line, since the limits that hold instead are weaker."""
+    missing = []
+    if not frozen:
+        missing.append("no pids group, so the student's code could start threads and processes")
+    if cgroups.memory is None:
+        missing.append("no memory group, so the memory limit held per process only")
+    return f"; {WEAK_SANDBOX}: {'; '.join(missing)}" if missing else ""
 
 
 class Cgroups:
@@ -27,7 +54,7 @@ class Cgroups:
     be missing (no cgroup v1 hierarchy, or not allowed): ``pids``/``memory`` are then None and only the
     per-process limits of ``limit_child`` hold (an address space per process; processes by ``RLIMIT_NPROC``, which
     binds only non-root users). The report says so: its isolation line adds which group was missing and what held
-    instead (``grader._missing_groups``), and the report then shows that line; the worker's ``tasks_frozen`` stays
+    instead (``missing_groups``), and the report then shows that line; the worker's ``tasks_frozen`` stays
     False, and the tests that need a group (tests/test_grader_closed_world.py) are skipped with the reason."""
 
     def __init__(self, memory_mb: int) -> None:

@@ -12,14 +12,14 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .limits import WEAK_SANDBOX
+
 __all__ = ["STATUSES", "Report", "TestResult", "capped", "fenced", "md_escape"]
 
 # What a submission can make the report say is capped: its error messages and notes come back as problems, and
 # its output as a test's output. Past these limits the rest is cut, and the report says how much.
 PROBLEM_CHARS = 500  # one problem, on one line
 MAX_PROBLEMS = 20
-# begins the isolation line's note when the sandbox's control groups could not be made (grader._missing_groups)
-WEAK_SANDBOX = "a weaker sandbox"
 OUTPUT_CHARS = 6000  # one exercise's output
 
 # A submission's status, in the order of the checks that decide it (Report.status):
@@ -125,7 +125,7 @@ class Report:
     @property
     def isolation_is_weak(self) -> bool:
         """Whether the report shows its isolation line: the process mode's warning, or the sandbox's missing control
-        groups (grader._missing_groups)."""
+        groups (limits.missing_groups)."""
         return "WARNING" in self.isolation or WEAK_SANDBOX in self.isolation
 
     def gradescope(self) -> dict:
