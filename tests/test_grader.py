@@ -6,6 +6,7 @@ notebook, each wrong answer of tests/wrong_answers/chNN.py loses its points); th
 reports, one per class, are in test_grader_hostile.py.
 """
 
+import ast
 import json
 import shutil
 import subprocess
@@ -392,3 +393,36 @@ def test_make_grade_treats_a_low_score_as_an_outcome(course_root):
         text=True,
     )
     assert run.returncode == 0 and "--exit-zero --chapter 5" in run.stdout, run.stdout + run.stderr
+
+
+def test_the_worker_starts_without_torch_dynamo_and_its_watch_still_sees_forbidden_calls(tmp_path):
+    # PyTorch wraps a dispatch mode's handler in torch._dynamo.disable unless the mode opts out: importing
+    # torch._dynamo made up about 2 of the 4.5 s a worker took to start. The worker opts out (graded code cannot
+    # reach torch.compile); its watch must still record a forbidden built-in, at both levels, once per name.
+    from pathlib import Path
+
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import os, sys\n"
+        "sys.argv = ['worker', str(os.open(os.devnull, os.O_WRONLY))]\n"
+        f"sys.path.insert(0, {str(Path(grader.__file__).parent)!r})\n"
+        "import codec as course_codec\n"
+        "sys.modules['course_codec'] = course_codec\n"
+        "import worker, torch\n"
+        "worker._warm_up()\n"
+        "dynamo_at_start = 'torch._dynamo' in sys.modules\n"
+        "watch = worker._Watch(['scaled_dot_product_attention', 'softmax'])\n"
+        "q = torch.ones(1, 2, 3)\n"
+        "with worker._watching(watch):\n"
+        "    for _ in range(3):\n"
+        "        torch.nn.functional.scaled_dot_product_attention(q, q, q)\n"
+        "        torch.softmax(q, -1)\n"
+        "print(dynamo_at_start, 'torch._dynamo' in sys.modules, watch.seen, file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, str(probe)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    at_start, after, seen = done.stderr.strip().split(" ", 2)
+    assert at_start == "False" and after == "False", done.stderr
+    # softmax at the Python level and as the operator aten._softmax; each name once, however often it is called
+    expected = ["scaled_dot_product_attention", "softmax", "torch.ops.aten._softmax"]
+    assert sorted(ast.literal_eval(seen)) == expected, seen

@@ -164,7 +164,8 @@ def test_an_exception_is_reported_not_raised(capsys):
 def test_hidden_cases_differ_from_public_ones(exercise_id):
     ex = registry.get(exercise_id)
     public, hidden = ex.cases(registry.PUBLIC_SEED), ex.cases(registry.HIDDEN_SEED)
-    assert len(public) == len(hidden) >= 3
+    # 8.6 trains a model per case: one training, judged on 200 strings, is its one case (see ch08._copy_cases).
+    assert len(public) == len(hidden) >= (1 if exercise_id == "8.6" else 3)
     assert [_inputs(c) for c in public] != [_inputs(c) for c in hidden]
 
 

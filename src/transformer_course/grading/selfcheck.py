@@ -248,7 +248,7 @@ def check(exercise_id: str, obj: Any) -> Any:
             message = f"{message}\n   The idea: {ex.idea}"
     if status == "passed":
         _FAILURES.pop(ex.id, None)
-        print(f"✅ Exercise {ex.id} ({ex.title}): passed all {total} checks.")
+        print(f"✅ Exercise {ex.id} ({ex.title}): passed {'its one check' if total == 1 else f'all {total} checks'}.")
         if note:
             print(note)
         return obj
