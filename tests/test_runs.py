@@ -115,3 +115,20 @@ def test_language_model_run_records_its_command_and_settings(name):
     for row in run.get("samples", []):  # lm_samples' statistics, each a share or a positive number
         assert 0 <= row["distinct_2"] <= 1 and 0 <= row["unique"] <= 1 and row["nll_per_token"] > 0
         assert 1 <= row["mean_tokens"] <= 30 and len(row["examples"]) == 4
+
+
+def test_chapter_4_alignment_peaks_say_how_they_were_made():
+    # Chapter 4 draws these maps and reads these counts (tests/benchmarks/alignment_peaks.py made them).
+    peaks = _load("alignment-peaks-seed0.json")
+    assert peaks["command"].startswith("python tests/benchmarks/alignment_peaks.py ")
+    assert list(peaks["models"]) == ["one-way", "bidirectional"]
+    for side, config in (("one-way", "bahdanau-cpu"), ("bidirectional", "bahdanau-bi-cpu")):
+        model = peaks["models"][side]
+        args = _parser().parse_args(model["trained_by"].split()[3:])
+        assert args.config == model["config"] == config and args.steps == model["steps"] == 1950 and args.save
+        copied = model["copied"]
+        assert sum(copied["peaks"].values()) == copied["pieces"] > 1000 and 0 < copied["mean_weight_on_own"] < 1
+        for example in model["maps"]:
+            rows = example["weights"]
+            assert len(rows) == len(example["queries"]) and all(len(r) == len(example["keys"]) for r in rows)
+            assert all(abs(sum(r) - 1) < 1e-2 for r in rows)  # each row a distribution (rounded to 4 places)
