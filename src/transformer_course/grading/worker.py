@@ -80,7 +80,7 @@ class _Watch:
         self.ops = {_norm(f) for f in forbidden}
         self.seen: list[str] = []
         # What has been judged already: a training loop calls the same few functions and operators thousands of
-        # times, and judging each call by its name again doubled the time of an exercise that trains (8.6).
+        # times, and judging each of those calls by its name again added to every one of them.
         self.judged: set = set()
 
     def _first_time(self, func) -> bool:
@@ -220,8 +220,8 @@ def _call(command: dict) -> dict:
     try:
         for case in command["cases"]:
             try:
-                # The watches only where built-ins are forbidden: they intercept every operation, which makes an
-                # exercise that trains a model (8.6) run about twice as long.
+                # The watches only where built-ins are forbidden: they intercept every operation (a training under
+                # them, as in 8.6, takes about twice as long).
                 with _watching(watch):
                     value = _run_case(kind, name, obj, case, bool(command.get("grad")))
                 results.append({"value": codec.encode(value, strict=True)})
