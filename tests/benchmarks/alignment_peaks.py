@@ -36,8 +36,7 @@ def load(config: str, weights: Path):
     cfg = typed(CONFIGS[config])
     data = data_for(cfg)
     model = build_model(cfg, len(data.tokenizer))
-    saved = torch.load(weights, map_location="cpu", weights_only=False)
-    model.load_state_dict(saved["state"] if "state" in saved else saved)
+    model.load_state_dict(torch.load(weights, map_location="cpu", weights_only=True))  # what --save writes
     return model.eval(), data
 
 

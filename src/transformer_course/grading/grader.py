@@ -64,7 +64,7 @@ def grade_notebook(
     """
     start = time.monotonic()
     report = Report(submission=path.name)
-    # One thread, as the worker's: two spin-waiting ones beside it made chapter 1's verdicts 100x slower on 2 cores
+    # One thread, as the worker's: two spin-waiting ones beside it made chapter 1's verdicts several times slower
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

@@ -200,13 +200,13 @@ def _given(command: dict) -> dict:
     return {"ok": True}
 
 
-def _watching(watch: _Watch) -> contextlib.AbstractContextManager:
+@contextlib.contextmanager
+def _watching(watch: _Watch):
     if not watch.ops:
-        return contextlib.nullcontext()
-    stack = contextlib.ExitStack()
-    stack.enter_context(_FunctionMode(watch))
-    stack.enter_context(_DispatchMode(watch))
-    return stack
+        yield
+        return
+    with _FunctionMode(watch), _DispatchMode(watch):
+        yield
 
 
 def _call(command: dict) -> dict:
