@@ -132,3 +132,21 @@ def test_chapter_4_alignment_peaks_say_how_they_were_made():
             rows = example["weights"]
             assert len(rows) == len(example["queries"]) and all(len(r) == len(example["keys"]) for r in rows)
             assert all(abs(sum(r) - 1) < 1e-2 for r in rows)  # each row a distribution (rounded to 4 places)
+
+
+def test_chapter_4_copy_runs_bound_what_the_chapter_says_of_them():
+    # Chapter 4 quotes the range of these four runs with its own (71 to 93% of the characters right at 23 and 24
+    # digits with attention, none to half of the strings exact) and says that attention at least doubles the
+    # characters right from 20 digits on in every run (tests/benchmarks/copy_spread.py made them).
+    spread = _load("copy-spread.json")
+    assert spread["commands"][0].startswith("python tests/benchmarks/copy_spread.py ")
+    runs = spread["runs"]
+    assert len(runs) == 4 and {(r["threads"], r["kernels"]) for r in runs} == {
+        (t, k) for t in (1, 2) for k in ("AVX2", "AVX512")
+    }
+    for run in runs:
+        att, plain = run["by_length"]["with attention"], run["by_length"]["without"]
+        assert all(0.705 <= att[n]["characters"] < 0.935 and att[n]["exact"] <= 0.5 for n in ("23", "24"))
+        assert min(att[str(n)]["exact"] for n in range(4, 13)) > 0.6
+        long = [str(n) for n in range(20, 25)]
+        assert sum(att[n]["characters"] for n in long) > 2 * sum(plain[n]["characters"] for n in long)

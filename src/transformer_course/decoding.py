@@ -35,6 +35,7 @@ __all__ = [
     "decoder_step",
     "greedy_decode",
     "length_penalty",
+    "log_probs",
     "normalised_score",
     "rank_candidates",
     "select_hypotheses",
@@ -57,6 +58,12 @@ def normalised_score(log_prob: float | Tensor, length: int | Tensor, alpha: floa
     if isinstance(length, Tensor):
         length = length.to(log_prob.dtype)  # type: ignore[union-attr]  # with a tensor of log-probabilities
     return log_prob / length_penalty(length, alpha)
+
+
+def log_probs(logits: Tensor) -> Tensor:
+    """log_softmax over the last dimension, in float32 at least: a bfloat16 model's logits are widened, a float64
+    model's (the explorer's, whose stored digits must not depend on the processor) stay float64."""
+    return F.log_softmax(logits.to(torch.promote_types(logits.dtype, torch.float32)), dim=-1)
 
 
 def rank_candidates(scores: Tensor, logp: Tensor) -> tuple[Tensor, Tensor, Tensor]:
@@ -167,7 +174,7 @@ def _beam_search(model, src, src_mask, k: int, max_len: int, alpha: float, eos_i
     rows: list | Tensor  # the prefixes as lists of ids, then the rows that the new beams extend
     for step in range(1, max_len + 1):
         n = len(live)
-        logp = F.log_softmax(decoder_step(model, cache, prefix[:, -1]).float(), dim=-1)  # (n K, V)
+        logp = log_probs(decoder_step(model, cache, prefix[:, -1]))  # (n K, V)
         top, beam, token = rank_candidates(scores, logp.view(n, k, -1))  # (n, 2K) each, best first
         last = step == max_len  # out of room: the best K candidates end here, <eos> or not (as greedy's would)
         ends, order = split_candidates(top, token, k, eos_id, last)  # order (n, K): the live candidates' ranks

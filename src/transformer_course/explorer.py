@@ -13,6 +13,7 @@ Layers and heads are counted from 0 here, from 1 on the page; ``head=None`` is t
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -22,7 +23,7 @@ from torch import Tensor
 
 from ._checks import Model
 from .attention_maps import attention_maps
-from .decoding import greedy_decode, normalised_score
+from .decoding import greedy_decode, log_probs, normalised_score
 from .explorer_beam import beam_data, beam_steps
 from .translation import max_output_length  # the length limit chapter 9 decodes with
 
@@ -83,8 +84,8 @@ def attention(model: Model, tokenizer, text: str, kind: str, layer: int, head: i
 def _scored(model: Model, src_ids: list[int], out: list[int], alpha: float) -> dict[str, Any]:
     """log P(out <eos> | source), teacher-forced, and GNMT's normalised score log P / lp(n), n with <eos>."""
     src, tgt = torch.tensor([src_ids]), torch.tensor([out + [EOS]])  # (1, T_x), (1, n)
-    logits = model(src, torch.ones_like(src, dtype=torch.bool), tgt).float()  # (1, n, V)
-    log_prob = torch.log_softmax(logits, -1).gather(-1, tgt[..., None]).sum().item()
+    logits = model(src, torch.ones_like(src, dtype=torch.bool), tgt)  # (1, n, V)
+    log_prob = log_probs(logits).gather(-1, tgt[..., None]).sum().item()
     return {"log_prob": round(log_prob, 3), "score": round(float(normalised_score(log_prob, len(out) + 1, alpha)), 3)}
 
 
@@ -174,20 +175,20 @@ def explorer_data(
 ):
     """What the page shows, as plain JSON-ready data: a list of (text, note) pairs in, every map of each sentence
     out, in thousandths; with ``gru`` (chapter 4's model) its translation and alignment too. Deterministic: the
-    models run in eval mode."""
+    models run in eval mode, in float64."""
     texts = [text for text, _ in sentences]
     if len(set(texts)) != len(texts):
         raise ValueError("a sentence is given twice")
     layers = {"encoder": len(model.encoder.layers), "decoder": len(model.decoder.layers)}
-    models = [m for m in (model, gru) if m is not None]
-    was_training = [m.training for m in models]
-    for m in models:
-        m.eval()  # the teacher-forced scores too: no dropout
-    try:
-        shown = [_sentence(model, tokenizer, text, note, beam_size, alpha, gru) for text, note in sentences]
-    finally:
-        for m, mode in zip(models, was_training):
-            m.train(mode)
+    # In float64 copies, in eval mode (no dropout, the teacher-forced scores too; the models given are left as they
+    # are). The page stores thousandths, and in float32 the last digits of a weight or a log-probability depend on
+    # the order in which the processor's kernels add up: 6 of the chapter's numbers rounded otherwise on an Intel
+    # Xeon with AVX-512 than on the AMD EPYC that stored them. In float64 a number would have to lie within 1e-13 of
+    # a rounding boundary for that to happen.
+    model64 = copy.deepcopy(model).double().eval()
+    gru64 = None if gru is None else copy.deepcopy(gru).double().eval()
+    with torch.no_grad():
+        shown = [_sentence(model64, tokenizer, text, note, beam_size, alpha, gru64) for text, note in sentences]
     return {
         "decimals": DECIMALS,
         "kinds": {**KINDS, **(GRU if gru is not None else {})},

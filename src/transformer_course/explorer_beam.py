@@ -16,10 +16,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import torch
-import torch.nn.functional as F
 
 from ._checks import Model, positive_int
-from .decoding import beam_search, decoder_step, normalised_score, rank_candidates, split_candidates, start_decoding
+from .decoding import (
+    beam_search,
+    decoder_step,
+    log_probs,
+    normalised_score,
+    rank_candidates,
+    split_candidates,
+    start_decoding,
+)
 from .incremental import check_decodable
 
 __all__ = ["BeamStep", "BeamTrace", "beam_data", "beam_steps", "hypotheses"]
@@ -82,7 +89,7 @@ def _steps(model: Model, src, mask, k: int, max_len: int, alpha: float, eos_id: 
     prefix = torch.full((k, 1), model.bos_id, dtype=torch.long)  # (K, t + 1)
     trace = BeamTrace()
     for step in range(1, max_len + 1):
-        logp = F.log_softmax(decoder_step(model, cache, prefix[:, -1]).float(), dim=-1)  # (K, V)
+        logp = log_probs(decoder_step(model, cache, prefix[:, -1]))  # (K, V)
         top, beam, token = rank_candidates(scores, logp.view(1, k, -1))  # (1, 2K) each, best first
         last = step == max_len
         ends, order = split_candidates(top, token, k, eos_id, last)
