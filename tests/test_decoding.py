@@ -247,3 +247,16 @@ def test_model_left_in_its_mode_and_bad_input_explained():
         D.beam_search(model, src.double(), mask, 2, 5)
     with pytest.raises(ValueError, match="outside the vocabulary"):
         D.beam_search(model, src + 100, mask, 2, 5)
+
+
+def test_log_probs_widen_to_float32_and_keep_float64():
+    # beam search and the explorer score in float32 at least; the explorer's float64 models stay float64
+    logits = torch.randn(3, 7, dtype=torch.float64)
+    for dtype, expected in (
+        (torch.bfloat16, torch.float32),
+        (torch.float32, torch.float32),
+        (torch.float64, torch.float64),
+    ):
+        out = D.log_probs(logits.to(dtype))
+        assert out.dtype == expected
+        assert torch.allclose(out.double(), torch.log_softmax(logits.to(dtype).double(), -1), atol=1e-5)

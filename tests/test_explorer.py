@@ -108,7 +108,8 @@ def test_the_data_is_the_same_every_time(model, gru, data):
     # The notebook's output must reproduce under strict nbval: same models, same sentences, same page.
     sentences = [(t, f"sentence {i}") for i, t in enumerate(TEXTS)]
     again = explorer.explorer_data(model.train(), Letters(), sentences, gru=gru.train())
-    assert model.training and gru.training  # left as they were found
+    assert model.training and gru.training  # left as they were found: float32, in training mode
+    assert all(p.dtype == torch.float32 for m in (model, gru) for p in m.parameters())
     model.eval(), gru.eval()
     assert explorer.explorer_html(again) == explorer.explorer_html(data)
 

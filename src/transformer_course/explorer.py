@@ -182,9 +182,9 @@ def explorer_data(
     layers = {"encoder": len(model.encoder.layers), "decoder": len(model.decoder.layers)}
     # In float64 copies, in eval mode (no dropout, the teacher-forced scores too; the models given are left as they
     # are). The page stores thousandths, and in float32 the last digits of a weight or a log-probability depend on
-    # the order in which the processor's kernels add up: 6 of the chapter's numbers rounded otherwise on an Intel
-    # Xeon with AVX-512 than on the AMD EPYC that stored them. In float64 a number would have to lie within 1e-13 of
-    # a rounding boundary for that to happen.
+    # the order in which the processor's kernels add up: on an Intel Xeon, even with its AVX2 kernels, 6 of chapter
+    # 9's numbers rounded otherwise than on the AMD EPYC that stored them. In float64 a number would have to lie
+    # within about 1e-13 of a rounding boundary for that to happen.
     model64 = copy.deepcopy(model).double().eval()
     gru64 = None if gru is None else copy.deepcopy(gru).double().eval()
     with torch.no_grad():
