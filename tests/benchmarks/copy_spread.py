@@ -53,13 +53,14 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="add the runs to this JSON file (kept: the runs already in it)")
     args = parser.parse_args()
     stored = json.loads(args.out.read_text()) if args.out and args.out.exists() else {"runs": []}
+    machine = processor()
     for threads in args.threads:
         with tempfile.TemporaryDirectory() as cache:
             env = {**os.environ, "TRANSFORMER_COURSE_CACHE": cache, "OMP_NUM_THREADS": str(threads)}
             out = subprocess.run(
                 [sys.executable, "-c", ONE_RUN, str(threads)], env=env, capture_output=True, text=True, check=True
             )
-        run = {"processor": processor(), "threads": threads, **json.loads(out.stdout)}
+        run = {"processor": machine, "threads": threads, **json.loads(out.stdout)}
         att = run["by_length"]["with attention"]
         print(
             f"{run['processor']}, {run['kernels']} kernels, {threads} thread(s): with attention at 23 and 24 digits, characters "
