@@ -245,3 +245,14 @@ def test_a_gpu_run_without_a_gpu_is_refused_at_once(tmp_path, capsys):
     assert main(["run", "--out", str(tmp_path / "out")]) == 2  # not nine minutes of CPU figures labelled GPU
     assert "needs a CUDA GPU" in capsys.readouterr().err and not (tmp_path / "out").exists()
     assert main(["run", "--out", str(tmp_path / "out"), "--dry-run", "--minutes", "0"]) == 2
+
+
+def test_the_repository_stays_small_enough_to_travel_to_a_gpu_machine():
+    # The GPU machine receives the working tree, 64 MiB in all with the pack (3.7 MiB, `make gpu-pack`) and what a
+    # session carries; a GPU run's results add files of up to 16 MiB. The tracked files keep under 50 MiB.
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout (an unpacked archive): the tracked files are git's to list")
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    sizes = {name: (ROOT / name).stat().st_size for name in listed.decode().split("\0") if (ROOT / name).is_file()}
+    largest = ", ".join(f"{n} {b / 2**20:.1f} MiB" for n, b in sorted(sizes.items(), key=lambda i: -i[1])[:3])
+    assert sum(sizes.values()) < 50 * 2**20, f"the tracked files hold {sum(sizes.values()) / 2**20:.1f} MiB: {largest}"

@@ -1,6 +1,7 @@
 """The stored reference models (src/transformer_course/reference/): complete, loadable only as written, and their
 stored translations reproduce from their weights, to the token."""
 
+import hashlib
 import json
 import shutil
 
@@ -38,6 +39,16 @@ def test_files_are_there_and_small_enough(name):
     else:
         # validation every 5 minutes of the hour: 12 points, evenly spaced in steps
         assert len(steps) == 12 and len({b - a for a, b in zip([0] + steps, steps)}) == 1
+        # trained in float32; stored so (transformer-ref: in float16, chapter 9's choice of length penalty, a
+        # near tie, flips), or in float16 by `reference compact` (bahdanau-ref), half the bytes, scored in that form
+        stored = run.get("stored_weights")
+        assert (stored is not None) == (name == "bahdanau-ref")
+        if stored is not None:
+            assert stored["form"] == "float16" and stored["trained_weights_sha256"] != run["weights_sha256"]
+            assert stored["bytes"] == (reference.HERE / f"{name}.pt").stat().st_size < 12 * 2**20
+    stored = run.get("stored_weights")
+    if stored is not None:  # rounding the weights may cost BLEU: the stored form's is recorded, and costs little
+        assert abs(stored["valid_score"] - run["score"]) < 0.3 and abs(stored["test_score"] - run["test_score"]) < 0.3
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -70,3 +81,32 @@ def test_a_damaged_or_unknown_model_is_refused_clearly(tmp_path, monkeypatch):
     (tmp_path / "transformer-ref.pt").unlink()
     with pytest.raises(FileNotFoundError, match="reference weights are part of the repository"):
         load_reference("transformer-ref")
+
+
+def test_compact_halves_a_float32_file_once_and_records_what_the_stored_form_scores(tmp_path, monkeypatch):
+    from transformer_course import translation
+    from transformer_course.compact_weights import load_state
+    from transformer_course.reference.__main__ import main
+
+    # a float32 file as the trainer writes one: the stored weights, widened (float16 values survive the round trip)
+    state = load_state(reference.HERE / "bahdanau-ref.pt")
+    torch.save(state, tmp_path / "bahdanau-ref.pt")
+    run = reference_run("bahdanau-ref")
+    run["weights_sha256"] = hashlib.sha256((tmp_path / "bahdanau-ref.pt").read_bytes()).hexdigest()
+    del run["stored_weights"]  # as the trainer wrote it
+    (tmp_path / "bahdanau-ref.json").write_text(json.dumps(run))
+    plain_bytes = (tmp_path / "bahdanau-ref.pt").stat().st_size
+    monkeypatch.setattr(reference, "HERE", tmp_path)
+    scored = []
+    monkeypatch.setattr(translation, "evaluate_bleu", lambda m, d, split: scored.append(split) or len(scored) + 40.0)
+    assert main(["compact", "bahdanau-ref", "--threads", str(torch.get_num_threads())]) == 0
+    after = reference_run("bahdanau-ref")
+    stored = after["stored_weights"]
+    assert scored == ["valid", "test"] and (stored["valid_score"], stored["test_score"]) == (41.0, 42.0)
+    assert stored["form"] == "float16" and stored["trained_weights_sha256"] == run["weights_sha256"]
+    assert stored["bytes"] == (tmp_path / "bahdanau-ref.pt").stat().st_size < 0.51 * plain_bytes
+    assert (after["score"], after["test_score"]) == (run["score"], run["test_score"])  # the trained model's, kept
+    model, _, _ = load_reference("bahdanau-ref")  # the new digest is the file's
+    assert all(torch.equal(p, state[k]) for k, p in model.state_dict().items())
+    with pytest.raises(SystemExit, match="stored compactly already"):
+        main(["compact", "bahdanau-ref", "--threads", str(torch.get_num_threads())])

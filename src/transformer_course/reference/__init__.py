@@ -6,14 +6,17 @@ For each name (``transformer-ref``, ``bahdanau-ref``, ``transformer-gpu``: confi
 ``transformer_course.configs``) this folder holds three files:
 
 ``NAME.json``         the trainer's run: its command, configuration, machine, validation BLEU every 5 minutes (every
-                      30 seconds on the GPU), and the test BLEU decoded once at the end;
-``NAME.pt``           the final weights, a state dict of tensors (``torch.load(..., weights_only=True)``), or for the
-                      GPU's model the compact form of ``transformer_course.compact_weights`` (int8 or float16);
+                      30 seconds on the GPU), the test BLEU decoded once at the end, and for weights stored in
+                      a compact form, that form's own scores (``stored_weights``);
+``NAME.pt``           the final weights, a state dict of tensors (``torch.load(..., weights_only=True)``) as trained
+                      (transformer-ref), or the compact form of ``transformer_course.compact_weights``: float16 for
+                      bahdanau-ref (``compact`` below), int8 or float16 for the GPU's model;
 ``NAME-sample.json``  the greedy translations of a fixed sample of the test set (every 150th sentence), decoded
                       from the stored weights: the test suite decodes them again and must find them to the token.
 
     python -m transformer_course.reference bleu transformer-ref     # re-decode the whole test set, compare its BLEU
     python -m transformer_course.reference sample transformer-ref   # (re)write the sample file from the weights
+    python -m transformer_course.reference compact bahdanau-ref     # store float32 weights as float16, once
 
 They are loaded, never trained, by the notebooks and by CI: training one is an hour of two cores.
 """
