@@ -1,10 +1,20 @@
 """Compact weights (transformer_course.compact_weights): what each form keeps, shared tensors stored once, and the
 files read back as float32 state dicts that load into the model."""
 
+import hashlib
+
 import pytest
 import torch
 
-from transformer_course.compact_weights import INT8_MIN_SIZE, compact, expand, is_compact, load_state, rounded_copy
+from transformer_course.compact_weights import (
+    INT8_MIN_SIZE,
+    compact,
+    expand,
+    is_compact,
+    load_state,
+    rounded_copy,
+    save_compact,
+)
 from transformer_course.configs import CONFIGS
 from transformer_course.models import build_model
 
@@ -46,7 +56,8 @@ def test_float16_and_int8_round_within_their_precision(model):
 def test_a_file_of_either_kind_loads_into_the_model(model, tmp_path):
     plain, small = tmp_path / "plain.pt", tmp_path / "small.pt"
     torch.save(model.state_dict(), plain)
-    torch.save(compact(model.state_dict(), "int8"), small)
+    digest = save_compact(model.state_dict(), "int8", small)
+    assert digest == hashlib.sha256(small.read_bytes()).hexdigest()  # what a stored run records
     assert small.stat().st_size < 0.3 * plain.stat().st_size
     assert not is_compact(torch.load(plain, weights_only=True)) and is_compact(torch.load(small, weights_only=True))
     twin = build_model(CONFIGS["transformer-cpu"], 8000, seed=1)

@@ -18,12 +18,23 @@ rounded weights on the validation set before it chooses a form (``rounded_copy``
 from __future__ import annotations
 
 import copy
+import hashlib
 from pathlib import Path
 
 import torch
 from torch import Tensor, nn
 
-__all__ = ["FORMAT", "FORMS", "INT8_MIN_SIZE", "compact", "expand", "is_compact", "load_state", "rounded_copy"]
+__all__ = [
+    "FORMAT",
+    "FORMS",
+    "INT8_MIN_SIZE",
+    "compact",
+    "expand",
+    "is_compact",
+    "load_state",
+    "rounded_copy",
+    "save_compact",
+]
 
 FORMAT = "transformer_course compact weights 1"
 FORMS = ("float32", "float16", "int8")
@@ -61,6 +72,12 @@ def compact(state: dict[str, Tensor], form: str) -> dict:
         else:
             tensors[name] = t.to(torch.float32)
     return {"format": FORMAT, "form": form, "tensors": tensors, "scales": scales, "aliases": aliases}
+
+
+def save_compact(state: dict[str, Tensor], form: str, path: str | Path) -> str:
+    """Write ``compact(state, form)`` to ``path``; return the file's SHA-256, which a stored run records."""
+    torch.save(compact(state, form), path)
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def is_compact(blob: object) -> bool:

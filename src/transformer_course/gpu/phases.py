@@ -5,13 +5,12 @@ Each phase takes the run and writes its own file as soon as it has a result; ``r
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Callable
 
 import torch
 
-from ..compact_weights import compact, rounded_copy
+from ..compact_weights import compact, rounded_copy, save_compact
 from ..configs import CONFIGS
 from . import FILES
 from .machine import describe
@@ -190,8 +189,7 @@ def finish_transformer(run: Run) -> str:
     form = "int8" if full - int8 <= run.budgets.keep_int8_within else "float16"
     stored = rounded_copy(model, form)
     path = run.out / FILES["weights"]
-    torch.save(compact(model.state_dict(), form), path)
-    result["weights_sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
+    result["weights_sha256"] = save_compact(model.state_dict(), form, path)
     result["stored_weights"] = {
         "form": form,
         "bytes": path.stat().st_size,

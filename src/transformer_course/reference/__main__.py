@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 import time
@@ -18,7 +17,7 @@ def _compact(name: str, form: str) -> int:
 
     The run keeps the trained weights' scores (``score``, ``test_score``); ``stored_weights`` adds the stored form's,
     greedy on the validation and the test set, decoded here, as the GPU run records its own (``gpu.phases``)."""
-    from ..compact_weights import compact, is_compact, rounded_copy
+    from ..compact_weights import is_compact, rounded_copy, save_compact
     from ..translation import evaluate_bleu
 
     path = _path(name, ".pt")
@@ -29,8 +28,7 @@ def _compact(name: str, form: str) -> int:
     with torch.no_grad():
         valid, test = (evaluate_bleu(stored, data, split) for split in ("valid", "test"))
     trained_digest = run["weights_sha256"]
-    torch.save(compact(model.state_dict(), form), path)
-    run["weights_sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
+    run["weights_sha256"] = save_compact(model.state_dict(), form, path)
     run["stored_weights"] = {
         "form": form,
         "bytes": path.stat().st_size,
