@@ -110,3 +110,14 @@ def test_compact_halves_a_float32_file_once_and_records_what_the_stored_form_sco
     assert all(torch.equal(p, state[k]) for k, p in model.state_dict().items())
     with pytest.raises(SystemExit, match="stored compactly already"):
         main(["compact", "bahdanau-ref", "--threads", str(torch.get_num_threads())])
+
+
+def test_the_float16_gru_decodes_the_test_bleu_its_run_records():
+    # `reference compact` scored the stored form on the whole test set (5,967 sentences, a few seconds for this
+    # model): decoded here again, on whatever processor, it gives that BLEU (a rounding tie may move a token)
+    from transformer_course.translation import evaluate_bleu
+
+    model, data, run = load_reference("bahdanau-ref")
+    with torch.no_grad():
+        bleu = evaluate_bleu(model, data, "test")
+    assert abs(bleu - run["stored_weights"]["test_score"]) < 0.05, (bleu, run["stored_weights"]["test_score"])
