@@ -27,7 +27,7 @@ from copy_spread import processor  # the benchmark beside this one: the processo
 
 from transformer_course.compact_weights import FORMS, compact, load_state, rounded_copy
 from transformer_course.metrics import corpus_bleu
-from transformer_course.reference import HERE, NAMES, load_reference, reference_run, sample_translations
+from transformer_course.reference import HERE, NAMES, load_reference, sample_translations
 from transformer_course.translation import beam_translations, evaluate_bleu
 
 ALPHAS = (0.0, 0.6, 1.0, 2.0)  # chapter 9's (solutions/09_evaluation.ipynb, "The length penalty, measured")
@@ -55,7 +55,7 @@ def main() -> None:
         "command": f"python tests/benchmarks/compact_weights_bleu.py {args.name} --threads {args.threads}"
         + (f" --out {args.out}" if args.out else ""),
         "name": args.name,
-        "stored_form": reference_run(args.name).get("stored_weights", {}).get("form", "float32"),
+        "stored_form": run.get("stored_weights", {}).get("form", "float32"),
         "trained": {"valid_score": run["score"], "test_score": run["test_score"]},
         "torch": torch.__version__,
         "threads": args.threads,
@@ -63,7 +63,8 @@ def main() -> None:
         "beam": BEAM,
         "forms": {},
     }
-    assert all(torch.equal(t, load_state(HERE / f"{args.name}.pt")[k]) for k, t in model.state_dict().items())
+    stored = load_state(HERE / f"{args.name}.pt")  # the forms below round the weights as stored
+    assert all(torch.equal(t, stored[k]) for k, t in model.state_dict().items())
     for form in FORMS:
         buffer = io.BytesIO()
         torch.save(compact(model.state_dict(), form), buffer)
