@@ -28,7 +28,7 @@ DURATIONS ?= 25
 # Notebook kernels get the course's two threads (tests/schedule.py): notebooks are what a student runs.
 TEST_ENV := OMP_NUM_THREADS=1 NOTEBOOK_THREADS=2
 
-.PHONY: help venv sandbox book execute test lint test-fast test-notebooks test-book book-student lab release grade classroom gradescope gpu-pack lock chromium clean
+.PHONY: help venv sandbox book execute claims test lint test-fast test-notebooks test-book book-student lab release grade classroom gradescope gpu-pack lock chromium clean
 
 help:
 	@echo "make book      build the HTML book into _build/html (from the outputs stored in solutions/)"
@@ -36,6 +36,7 @@ help:
 	@echo "make test      run every test: lint, unit, reference agreement, grader, sync, nbval, book build"
 	@echo "make lab       JupyterLab on the student notebooks"
 	@echo "make execute   re-execute every solution notebook and store its outputs"
+	@echo "make claims    check every number of the chapters' prose against the output, run or setting that backs it"
 	@echo "make release   regenerate notebooks/ from solutions/, and book/mistakes.md from the exercises"
 	@echo "make grade SUBMISSION=path   grade one notebook or a folder of notebooks (in the bubblewrap sandbox)"
 	@echo "make classroom OUT=folder    write a student repository that grades itself in CI"
@@ -68,6 +69,12 @@ book-student: $(STAMP)
 
 execute: $(STAMP)
 	$(BIN)/python -m transformer_course.authoring.execute solutions/*.ipynb
+
+# Every number of the chapters' prose, found in an output, an assertion, a stored run, a configuration or the code of
+# its notebook, or exempt by rule or by claims_allowed.toml (authoring/claims.py); make test runs it too
+# (tests/test_claims.py). A few seconds.
+claims: $(STAMP)
+	$(BIN)/python -m transformer_course.authoring.claims
 
 release: $(STAMP)
 	$(BIN)/python -m transformer_course.authoring.release

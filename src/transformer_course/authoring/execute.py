@@ -1,6 +1,11 @@
 """Execute notebooks in a fresh kernel.
 
     python -m transformer_course.authoring.execute solutions/*.ipynb       # `make execute`: store fresh outputs
+    python -m transformer_course.authoring.execute solutions/08_x.ipynb --cells ID [ID ...] --after ID [ID ...]
+
+``--cells`` re-executes only the cells named, in a fresh kernel that first runs the cells named by ``--after`` (the
+imports and whatever else they need), and stores the outputs of the cells named alone: for a cell that reads stored
+runs, or whose prose changed, without training a chapter's models again.
 
 (The grader does not run notebooks: it runs exercise cells in its sandboxed worker, see grader.py.)
 """
@@ -30,11 +35,48 @@ def execute_in_place(path: Path, timeout: int = 600) -> None:
     nbformat.write(nb, path)
 
 
+def execute_cells(path: Path, cells: list[str], after: list[str], timeout: int = 600) -> None:
+    """Run the cells ``after`` then ``cells`` (ids, in the notebook's order) in a fresh kernel; store the outputs of
+    ``cells`` in the notebook, leave every other cell as it was."""
+    import copy
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    ids = [cell.get("id") for cell in nb.cells]
+    unknown = [i for i in (*cells, *after) if i not in ids]
+    if unknown:
+        raise ValueError(f"{path} has no cell with the id {', '.join(map(repr, unknown))}")
+    part = copy.deepcopy(nb)
+    part.cells = [copy.deepcopy(c) for c in nb.cells if c.get("id") in (*cells, *after) and c.cell_type == "code"]
+    client = NotebookClient(
+        part,
+        timeout=timeout,
+        kernel_name="python3",
+        record_timing=False,
+        resources={"metadata": {"path": str(path.parent)}},
+    )
+    client.execute()
+    ran = {c.get("id"): c for c in part.cells}
+    for cell in nb.cells:
+        if cell.get("id") in cells:
+            cell.outputs = ran[cell.get("id")].outputs
+    nbformat.write(nb, path)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Execute notebooks in a fresh kernel")
     parser.add_argument("notebooks", nargs="*", type=Path)
+    parser.add_argument("--cells", nargs="+", default=[], help="re-execute only these cells (ids) of one notebook")
+    parser.add_argument("--after", nargs="+", default=[], help="with --cells: run these cells (ids) first")
     args = parser.parse_args(argv)
     os.environ.setdefault("TQDM_DISABLE", "1")
+    if args.cells:
+        if len(args.notebooks) != 1:
+            parser.error("--cells names cells of one notebook: give exactly one")
+        execute_cells(args.notebooks[0], args.cells, args.after)
+        return 0
     for path in args.notebooks:
         print(f"executing {path}", flush=True)
         execute_in_place(path)
