@@ -97,3 +97,45 @@ def test_numbers_are_matched_rounded_as_printed():
 def test_a_source_comment_must_name_a_stored_run():
     with pytest.raises(ValueError, match="names no stored run"):
         claims._runs_read("", "<!-- source: runs/no-such-run.json -->", claims.stored_runs())
+
+
+def test_versions_are_not_measurements():
+    quote = claims.prose_numbers("nb", "cell", "It ran with PyTorch 2.11 and CUDA 13.0.")
+    assert [q.backed_by for q in quote] == ["rule: a software version"] * 2
+    values: list[float] = []
+    claims._numbers_in_text("torch 2.13.0+cpu, sacrebleu 2.6.0: BLEU 2.6", values)
+    assert values == [2.6]  # the score, not the versions
+
+
+def _notebook(tmp_path, source, tags, outputs):
+    cell = {
+        "cell_type": "code",
+        "id": "c1",
+        "metadata": {"tags": tags},
+        "source": source,
+        "outputs": outputs,
+        "execution_count": 1,
+    }
+    path = tmp_path / "nb.ipynb"
+    path.write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    return path
+
+
+PRINTED = [{"output_type": "stream", "name": "stdout", "text": "BLEU 18.9\n"}]
+FIGURE = [{"output_type": "display_data", "data": {"text/plain": "<Figure size 650x380 with 1 Axes>"}, "metadata": {}}]
+
+
+@pytest.mark.parametrize(
+    ("source", "tags", "outputs", "flagged"),
+    [
+        ("print(bleu)", ["nbval-ignore-output"], PRINTED, True),  # read by the prose, held by nothing
+        ("print(bleu)\nassert bleu > 3", ["nbval-ignore-output"], PRINTED, False),
+        ("# nothing to assert: examples the text does not read\nprint(bleu)", ["nbval-ignore-output"], PRINTED, False),
+        ("print(bleu)", [], PRINTED, False),  # strict nbval compares it
+        ("plt.show()", ["nbval-ignore-output"], FIGURE, False),  # nothing printed
+        ("x = 'assert'\nprint(bleu)", ["nbval-ignore-output"], PRINTED, True),  # the word is not an assertion
+    ],
+)
+def test_an_ignored_output_must_be_asserted(tmp_path, source, tags, outputs, flagged):
+    path = _notebook(tmp_path, source, tags, outputs)
+    assert claims.unasserted_cells(path) == (["nb.ipynb, cell c1"] if flagged else [])

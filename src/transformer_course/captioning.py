@@ -13,6 +13,7 @@ Shapes: B batch, H x W image (16 x 64), T = W / 4 regions, L caption length (dig
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -205,9 +206,16 @@ class CaptionRun:
 
 
 def train_captioner(
-    seed: int = 0, steps: int = 600, batch_size: int = 64, lr: float = 1e-2, n_train: int = 4000, threads: int = 1
+    seed: int = 0,
+    steps: int = 600,
+    batch_size: int = 64,
+    lr: float = 1e-2,
+    n_train: int = 4000,
+    threads: int = 1,
+    build: Callable[[], Captioner] = Captioner,
 ) -> CaptionRun:
-    """Train a Captioner with Adam on n_train images (seed `seed`) in float32 on `threads` CPU threads.
+    """Train a Captioner (or what ``build`` makes: another encoder, the same decoder) with Adam on n_train images
+    (seed `seed`) in float32 on `threads` CPU threads.
 
     Deterministic given its arguments: it fixes the dtype, the thread count and the random seed itself, and
     puts back the caller's dtype and thread count when done.
@@ -221,7 +229,7 @@ def train_captioner(
         data = make_captions(n_train, seed)
         targets = data.targets()
         torch.manual_seed(seed)
-        model = Captioner()
+        model = build()
         optimizer = torch.optim.Adam(model.parameters(), lr=lr)
         schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1 - step / steps)  # down to 0
         order, run, start = torch.Generator().manual_seed(seed), CaptionRun(model), time.perf_counter()

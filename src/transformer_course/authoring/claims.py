@@ -39,6 +39,7 @@ PACKAGE = Path(__file__).resolve().parents[1]
 ALLOWED = Path(__file__).with_name("claims_allowed.toml")
 RUN_FOLDERS = (PACKAGE / "runs", PACKAGE / "reference")
 
+VERSION = re.compile(r"\d+(\.\d+){2,}\S*")
 SOURCE_COMMENT = re.compile(r"<!--\s*source:\s*([^>]*?)\s*-->")
 
 
@@ -46,6 +47,7 @@ SOURCE_COMMENT = re.compile(r"<!--\s*source:\s*([^>]*?)\s*-->")
 class Report:
     quotes: list[Quote] = field(default_factory=list)
     unused_allowances: list[dict] = field(default_factory=list)
+    unasserted: list[str] = field(default_factory=list)  # "notebook, cell id" of ignored outputs asserting nothing
 
     @property
     def missing(self) -> list[Quote]:
@@ -63,6 +65,7 @@ class Report:
 
 
 def _numbers_in_text(text: str, out: list[float]) -> None:
+    text = VERSION.sub(" ", text)  # "sacrebleu 2.6.0", "torch 2.13.0+cpu": a version is no measurement
     for m in re.finditer(r"\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?", text):
         try:
             out.append(float(m.group().replace(",", "")))
@@ -202,6 +205,27 @@ def check_notebook(path: Path, configurations: list[float] | None = None, allowa
     return quotes, [a for i, a in enumerate(allowances) if i not in used]
 
 
+IGNORED = "nbval-ignore-output"
+
+
+def unasserted_cells(path: Path) -> list[str]:
+    """The cells whose printed output strict nbval does not compare (tagged ``nbval-ignore-output``) and whose code
+    asserts nothing: the prose reads them, and only an assertion holds a re-run to what it reads. A cell whose
+    output the prose does not read says so, and why, in a comment ``# nothing to assert: ...``. A cell that draws
+    and prints nothing (its only text is matplotlib's "<Figure size ...>") has nothing for nbval to compare."""
+    nb = json.loads(path.read_text())
+    found = []
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "code" or IGNORED not in cell.get("metadata", {}).get("tags", []):
+            continue
+        text = "".join(_output_text(o) for o in cell.get("outputs", []))
+        printed = re.sub(r"<Figure size [^>]*>", "", text).strip()
+        source = "".join(cell["source"])
+        if printed and not re.search(r"^\s*(assert\b|# nothing to assert: \S)", source, re.M):
+            found.append(f"{path.name}, cell {cell.get('id', '?')}")
+    return found
+
+
 def check(paths: list[Path]) -> Report:
     report = Report()
     configurations = _configurations()
@@ -211,6 +235,7 @@ def check(paths: list[Path]) -> Report:
         quotes, unused = check_notebook(path, configurations, allowances)
         report.quotes += quotes
         report.unused_allowances += unused
+        report.unasserted += unasserted_cells(path)
     # An allowance for a notebook that is not checked here is neither used nor unused.
     report.unused_allowances = [a for a in report.unused_allowances if a["notebook"] in names]
     return report
@@ -241,7 +266,9 @@ def main(argv: list[str] | None = None) -> int:
         f"{counts.get('rule', 0)} recognised by rule, {counts.get('allowed', 0)} allow-listed, "
         f"{len(report.missing)} not found."
     )
-    return 1 if report.missing or report.unused_allowances else 0
+    for cell in report.unasserted:
+        print(f"{cell}: its output is not compared by nbval (tagged {IGNORED}) and its code asserts nothing.")
+    return 1 if report.missing or report.unused_allowances or report.unasserted else 0
 
 
 if __name__ == "__main__":

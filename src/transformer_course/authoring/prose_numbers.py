@@ -25,6 +25,8 @@ REFERENCE = re.compile(
     r"(?i)\b(chapters?|sections?|exercises?|figures?|tables?|equations?|eqs?\.|ch\.|parts?|§)"
     r"\s*(\d+(\.\d+)*[a-z]?\s*(,|and|or|to|–|-)\s*)*$"
 )
+# A version: "PyTorch 2.11", "CUDA 13.0", "nbformat 4.5".
+SOFTWARE = re.compile(r"(?i)\b(pytorch|torch|cuda|python|sacrebleu|nbformat|jupyter book|version|v)\s*$")
 # A digit below 10 that counts things ("3 layers", "2 cores", "4 heads"): followed by a word that is not a unit of
 # measurement. "gave 4", "4 times", "3 points" and "5 ms" are measurements and are checked.
 COUNTED = re.compile(r"[ -](?!(times|points?|BLEU|ms|s|seconds|nats|per|percent|x)\b)[a-zA-Z*_]")
@@ -85,6 +87,8 @@ def _rule(text: str, m: re.Match, decimals: int, value: float) -> str:
         return "rule: a year"
     if decimals == 0 and value < 10 and COUNTED.match(tail):
         return "rule: a count below 10 written as a digit"
+    if SOFTWARE.search(head):
+        return "rule: a software version"
     if re.match(r"-bit\b", tail):
         return "rule: a bit width"
     return ""
