@@ -170,3 +170,22 @@ def test_the_reference_transformer_stays_float32_for_chapter_9s_choice_of_length
         sweep = form["chapter9_alpha_sweep"]
         assert max(sweep.values()) == sweep[str(form["chapter9_alpha"])]
     assert half["bytes"] < 0.51 * full["bytes"]
+
+
+def test_chapter_8_caption_encoders_were_chosen_on_validation_and_summarised_from_test():
+    # tests/benchmarks/caption_encoders.py: each learning rate the best on validation, the summary the mean and
+    # spread of the three test seeds at that rate, every run with the encoder's parameter count
+    import statistics
+
+    run = _load("caption-encoders.json")
+    assert run["command"].startswith("python tests/benchmarks/caption_encoders.py ")
+    for encoder, summary in run["summary"].items():
+        tuning = [r for r in run["tuning"] if r["encoder"] == encoder]
+        assert {r["lr"] for r in tuning} == set(run["grid"]) and {r["part"] for r in tuning} == {"valid"}
+        assert summary["lr"] == max(tuning, key=lambda r: r["exact"])["lr"]
+        tests = [r for r in run["test"] if r["encoder"] == encoder]
+        assert {r["seed"] for r in tests} == {0, 1, 2} and {r["lr"] for r in tests} == {summary["lr"]}
+        for key in ("exact", "on_digit"):
+            values = [r[key] for r in tests]
+            assert math.isclose(summary[key]["mean"], statistics.mean(values))
+            assert math.isclose(summary[key]["sd"], statistics.stdev(values))

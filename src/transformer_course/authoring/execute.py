@@ -62,6 +62,8 @@ def execute_cells(path: Path, cells: list[str], after: list[str], timeout: int =
     for cell in nb.cells:
         if cell.get("id") in cells:
             cell.outputs = ran[cell.get("id")].outputs
+            # nbval refuses a cell with outputs and no count ("unrun"); the count of the partial run will do
+            cell.execution_count = cell.execution_count or ran[cell.get("id")].execution_count
     nbformat.write(nb, path)
 
 
