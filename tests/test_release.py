@@ -13,6 +13,16 @@ from transformer_course.grading.cells import MarkerError, blank_solution, exerci
 CODE_COLUMN = 100
 
 
+@pytest.mark.parametrize("folder", ["solutions", "notebooks"])
+def test_every_notebook_is_a_valid_notebook(course_root, folder):
+    # nbformat 4.5's schema (cell ids of letters, digits, '-' and '_'): Jupyter refuses to open or save one that fails
+    # it, and `jupyter nbconvert --execute` stops on it
+    paths = sorted((course_root / folder).glob("*.ipynb"))
+    assert paths
+    for path in paths:
+        nbformat.validate(nbformat.read(path, as_version=4))
+
+
 def test_notebooks_are_in_sync_with_solutions(course_root):
     stale = release(course_root, check_only=True)
     assert stale == [], f"run `make release`: {stale} differ from what the release tool makes"
