@@ -66,6 +66,7 @@ def test_an_allowance_whose_number_is_gone_fails(tmp_path, capsys):
         ("in exercise 5.3 you", 5.3, 1, (1.0,), "rule"),
         ("chapters 3 and 4 use", 3, 0, (1.0,), "rule"),
         ("published in 2017", 2017, 0, (1.0,), "rule"),
+        ("in the year 2000", 2000, -2, (1.0,), "rule"),  # a round year is still a year
         ("with 4 heads", 4, 0, (1.0,), "rule"),
         ("two cores gave 4.", 4, 0, (1.0,), ""),  # a measurement, not a count of things
         ("4 times as fast", 4, 0, (1.0,), ""),

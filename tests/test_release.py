@@ -200,3 +200,24 @@ def test_every_line_of_code_fits_the_books_column(course_root):
                 lines = "".join(cell["source"]).splitlines()
                 long += [f"{path.name} {cell.get('id')}: {line[:60]!r}" for line in lines if len(line) > CODE_COLUMN]
     assert not long, f"{len(long)} code lines longer than {CODE_COLUMN} characters: " + "; ".join(long[:10])
+
+
+def test_execute_cells_runs_the_cells_named_and_stores_only_theirs(tmp_path):
+    from transformer_course.authoring.execute import execute_cells
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("a = 20", id="setup"),
+        nbformat.v4.new_code_cell("print(a + 1)", id="target"),
+        nbformat.v4.new_code_cell("print('untouched')", id="other"),
+    ]
+    nb.cells[2].outputs = [nbformat.v4.new_output("stream", text="as stored\n")]
+    nb.cells[2].execution_count = 7
+    path = tmp_path / "nb.ipynb"
+    nbformat.write(nb, path)
+    execute_cells(path, ["target"], ["setup"])
+    cells = nbformat.read(path, as_version=4).cells
+    assert cells[0].outputs == [] and cells[2].outputs[0]["text"] == "as stored\n"
+    assert cells[1].outputs[0]["text"] == "21\n" and cells[1].execution_count is not None
+    with pytest.raises(ValueError, match="no cell with the id 'nope'"):
+        execute_cells(path, ["nope"], [])

@@ -3,7 +3,7 @@
     python -m transformer_course.authoring.claims [solutions/NN_name.ipynb ...]     # `make claims`
 
 For every number in the markdown cells of a solution notebook the check looks, rounded as the prose prints it,
-for a value in one of four places:
+for a value in one of five places:
 
 - **an output** of the same notebook (what the book shows under the code);
 - **an assertion** of the same notebook (a number that a cell's ``assert`` holds the output to);
@@ -15,9 +15,11 @@ for a value in one of four places:
 "Rounded as printed": 30.3 matches 30.26 but not 30.4; 1,920 matches 1920 (and 579,000 matches 578,911: a
 number's trailing zeros are rounding, as long as two significant digits are left); 88% matches 0.882 as well as
 88.2; 3.6 million matches 3,621,440. Numbers that are not measurements are recognised by rule (the ``rules`` below: a
-chapter, section or exercise number, a year, a count below 10 written as a digit, a bit width) or listed with their
-reason in ``claims_allowed.toml``. Anything else that matches nothing is reported with its notebook, cell and
-sentence, and the command exits with status 1. Math and code spans are not prose and are not read.
+chapter, section or exercise number, a year, a count below 10 written as a digit, a software version, a bit width)
+or listed with their reason in ``claims_allowed.toml``. Anything else that matches nothing is reported with its
+notebook, cell and sentence, and the command exits with status 1. Math and code spans are not prose and are not
+read. It also reports a cell whose printed output strict nbval ignores and whose code asserts nothing
+(``unasserted_cells``).
 """
 
 from __future__ import annotations
@@ -89,11 +91,10 @@ def _numbers_in_data(data: object, out: list[float]) -> None:
 
 
 def _output_text(output: dict) -> str:
-    text = output.get("text") or ""
+    """An output's text, tags stripped: a stream's, or a display's plain, HTML and markdown forms."""
     data = output.get("data", {})
-    for mime in ("text/plain", "text/html", "text/markdown"):
-        text += "\n" + "".join(data.get(mime, ""))
-    return re.sub(r"<[^>]+>", " ", "".join(text) if isinstance(text, list) else text)
+    parts = [output.get("text", "")] + [data.get(mime, "") for mime in ("text/plain", "text/html", "text/markdown")]
+    return re.sub(r"<[^>]+>", " ", "\n".join("".join(p) for p in parts))
 
 
 def stored_runs() -> dict[str, Path]:
@@ -161,7 +162,7 @@ def _evidence(nb: dict, runs: dict[str, Path], configurations: list[float]) -> _
         for output in cell.get("outputs", []):
             _numbers_in_text(_output_text(output), outputs)
         for line in source.splitlines():
-            if re.match(r"\s*assert\b", line) or re.search(r"\bassert\b", line):
+            if re.search(r"\bassert\b", line):
                 _numbers_in_text(line, asserted)
     from_runs: list[float] = []
     for name in _runs_read(code, markdown, runs):
@@ -181,7 +182,8 @@ def _allowances() -> list[dict]:
 
 
 def check_notebook(path: Path, configurations: list[float] | None = None, allowances: list[dict] | None = None):
-    """The quotes of one notebook, each marked with what backs it, and the allowances that matched none of them."""
+    """The quotes of one notebook, each marked with what backs it; the allowances that matched none of them; the
+    cells whose ignored output asserts nothing."""
     nb = json.loads(path.read_text())
     configurations = _configurations() if configurations is None else configurations
     allowances = [a for a in (_allowances() if allowances is None else allowances) if a["notebook"] == path.name]
@@ -202,18 +204,22 @@ def check_notebook(path: Path, configurations: list[float] | None = None, allowa
                 quote.backed_by = f"allowed: {allowance['reason']}"
                 used.add(i)
                 break
-    return quotes, [a for i, a in enumerate(allowances) if i not in used]
+    return quotes, [a for i, a in enumerate(allowances) if i not in used], _unasserted(nb, path.name)
 
 
 IGNORED = "nbval-ignore-output"
 
 
 def unasserted_cells(path: Path) -> list[str]:
+    """``_unasserted`` of the notebook at ``path``."""
+    return _unasserted(json.loads(path.read_text()), path.name)
+
+
+def _unasserted(nb: dict, name: str) -> list[str]:
     """The cells whose printed output strict nbval does not compare (tagged ``nbval-ignore-output``) and whose code
     asserts nothing: the prose reads them, and only an assertion holds a re-run to what it reads. A cell whose
     output the prose does not read says so, and why, in a comment ``# nothing to assert: ...``. A cell that draws
     and prints nothing (its only text is matplotlib's "<Figure size ...>") has nothing for nbval to compare."""
-    nb = json.loads(path.read_text())
     found = []
     for cell in nb["cells"]:
         if cell["cell_type"] != "code" or IGNORED not in cell.get("metadata", {}).get("tags", []):
@@ -222,7 +228,7 @@ def unasserted_cells(path: Path) -> list[str]:
         printed = re.sub(r"<Figure size [^>]*>", "", text).strip()
         source = "".join(cell["source"])
         if printed and not re.search(r"^\s*(assert\b|# nothing to assert: \S)", source, re.M):
-            found.append(f"{path.name}, cell {cell.get('id', '?')}")
+            found.append(f"{name}, cell {cell.get('id', '?')}")
     return found
 
 
@@ -232,10 +238,10 @@ def check(paths: list[Path]) -> Report:
     allowances = _allowances()
     names = {p.name for p in paths}
     for path in paths:
-        quotes, unused = check_notebook(path, configurations, allowances)
+        quotes, unused, unasserted = check_notebook(path, configurations, allowances)
         report.quotes += quotes
         report.unused_allowances += unused
-        report.unasserted += unasserted_cells(path)
+        report.unasserted += unasserted
     # An allowance for a notebook that is not checked here is neither used nor unused.
     report.unused_allowances = [a for a in report.unused_allowances if a["notebook"] in names]
     return report

@@ -18,20 +18,26 @@ import sys
 from pathlib import Path
 
 
-def execute_in_place(path: Path, timeout: int = 600) -> None:
-    import nbformat
+def _run(nb, folder: Path, timeout: int) -> None:
+    """Execute ``nb`` in place in a fresh kernel whose working folder is ``folder``."""
     from nbclient import NotebookClient
 
-    nb = nbformat.read(path, as_version=4)
     # No timing metadata: it would change the stored notebook on every run without changing its content.
     client = NotebookClient(
         nb,
         timeout=timeout,
         kernel_name="python3",
         record_timing=False,
-        resources={"metadata": {"path": str(path.parent)}},
+        resources={"metadata": {"path": str(folder)}},
     )
     client.execute()
+
+
+def execute_in_place(path: Path, timeout: int = 600) -> None:
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    _run(nb, path.parent, timeout)
     nbformat.write(nb, path)
 
 
@@ -41,7 +47,6 @@ def execute_cells(path: Path, cells: list[str], after: list[str], timeout: int =
     import copy
 
     import nbformat
-    from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
     ids = [cell.get("id") for cell in nb.cells]
@@ -50,14 +55,7 @@ def execute_cells(path: Path, cells: list[str], after: list[str], timeout: int =
         raise ValueError(f"{path} has no cell with the id {', '.join(map(repr, unknown))}")
     part = copy.deepcopy(nb)
     part.cells = [copy.deepcopy(c) for c in nb.cells if c.get("id") in (*cells, *after) and c.cell_type == "code"]
-    client = NotebookClient(
-        part,
-        timeout=timeout,
-        kernel_name="python3",
-        record_timing=False,
-        resources={"metadata": {"path": str(path.parent)}},
-    )
-    client.execute()
+    _run(part, path.parent, timeout)
     ran = {c.get("id"): c for c in part.cells}
     for cell in nb.cells:
         if cell.get("id") in cells:

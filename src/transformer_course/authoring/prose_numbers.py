@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 __all__ = ["Quote", "prose_numbers"]
 
-# A number in prose: 1,920 or 1920 or 30.3 or .5; not a piece of a word (float32, W_2), a version or a path.
+# A number in prose: 1,920 or 1920 or 30.3; not a piece of a word (float32, W_2), a version or a path.
 NUMBER = re.compile(r"(?<![\w.\-/^])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\w]|\.\d)")
 # What the unit after a number says about its scale against the raw values: 88% may be 0.88, 3.6 million 3,600,000.
 SCALES = (
@@ -44,7 +44,8 @@ class Quote:
     decimals: int
     scales: tuple[float, ...]
     sentence: str
-    backed_by: str = ""  # "output", "assertion", "run", "configuration", "rule: ...", "allowed: ...", or "" (missing)
+    # "output", "assertion", "run", "configuration", "code", "rule: ...", "allowed: ...", or "" (missing)
+    backed_by: str = ""
 
 
 # The prose -------------------------------------------------------------------------------------------------------
@@ -77,15 +78,16 @@ def _sentence(text: str, start: int, end: int) -> str:
     return " ".join(text[left + 1 : right + 1].split())
 
 
-def _rule(text: str, m: re.Match, decimals: int, value: float) -> str:
+def _rule(text: str, m: re.Match, value: float) -> str:
     """The rule that says this number is not a measurement, or ''."""
     head = text[max(0, m.start() - 40) : m.start()]
     tail = text[m.end() : m.end() + 12]
+    integer = not m.group(2)
     if REFERENCE.search(head):
         return "rule: a chapter, section, exercise or figure number"
-    if decimals == 0 and "," not in m.group() and 1900 <= value <= 2030:
+    if integer and "," not in m.group() and 1900 <= value <= 2030:
         return "rule: a year"
-    if decimals == 0 and value < 10 and COUNTED.match(tail):
+    if integer and value < 10 and COUNTED.match(tail):
         return "rule: a count below 10 written as a digit"
     if SOFTWARE.search(head):
         return "rule: a software version"
@@ -109,6 +111,6 @@ def prose_numbers(notebook: str, cell: str, markdown: str) -> list[Quote]:
         tail = RANGE_END.sub("", text[m.end() : m.end() + 40], count=1)[:12]
         scales = (1.0,) + next((s for pattern, s in SCALES if pattern.match(tail)), ())
         quote = Quote(notebook, cell, m.group(), value, decimals, scales, _sentence(text, m.start(), m.end()))
-        quote.backed_by = _rule(text, m, decimals, value)
+        quote.backed_by = _rule(text, m, value)
         quotes.append(quote)
     return quotes
