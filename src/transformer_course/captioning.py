@@ -31,6 +31,7 @@ __all__ = [
     "Captioner",
     "attention_on_digit_rate",
     "caption_accuracy",
+    "check_images",
     "decode",
     "glyph_bitmaps",
     "make_captions",
@@ -133,6 +134,12 @@ def make_captions(n: int, seed: int, min_digits: int = 2, max_digits: int = 4, n
     return CaptionData(images, captions, spans)
 
 
+def check_images(images: Tensor) -> None:
+    """Refuse anything but a batch of the task's images, (B, 1, HEIGHT, WIDTH)."""
+    if images.dim() != 4 or tuple(images.shape[1:]) != (1, HEIGHT, WIDTH):
+        raise ValueError(f"images must have shape (B, 1, {HEIGHT}, {WIDTH}), got {tuple(images.shape)}")
+
+
 class Captioner(nn.Module):
     """An encoder of image regions and chapter 4's attention decoder.
 
@@ -153,8 +160,7 @@ class Captioner(nn.Module):
         self.decoder = AttentionDecoderStep(12, d_emb, d_hidden, d_enc, d_att)
 
     def encode(self, images: Tensor) -> tuple[Tensor, Tensor]:
-        if images.dim() != 4 or tuple(images.shape[1:]) != (1, HEIGHT, WIDTH):
-            raise ValueError(f"images must have shape (B, 1, {HEIGHT}, {WIDTH}), got {tuple(images.shape)}")
+        check_images(images)
         windows = F.pad(images[:, 0], (STRIDE, STRIDE)).unfold(2, 3 * STRIDE, STRIDE)  # (B, H, T, 12)
         x = F.relu(self.patch(windows.transpose(1, 2).flatten(2)))  # (B, T, d_patch): one row per window
         h = torch.tanh(self.project(x) + self.position)  # (B, T, d_enc)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from .captioning import HEIGHT, STRIDE, WIDTH, Captioner
+from .captioning import HEIGHT, STRIDE, Captioner, check_images
 from .transformer_layers import Encoder
 
 __all__ = ["PatchCaptioner"]
@@ -32,8 +32,7 @@ class PatchCaptioner(Captioner):
         self.encoder = Encoder(n_layers, d_enc, n_heads, d_ff, norm_first=True) if n_layers else None
 
     def encode(self, images: Tensor) -> tuple[Tensor, Tensor]:
-        if images.dim() != 4 or tuple(images.shape[1:]) != (1, HEIGHT, WIDTH):
-            raise ValueError(f"images must have shape (B, 1, {HEIGHT}, {WIDTH}), got {tuple(images.shape)}")
+        check_images(images)
         patches = images[:, 0].unfold(2, STRIDE, STRIDE).transpose(1, 2).flatten(2)  # (B, T, H * 4)
         x = self.embed(patches) + self.position  # (B, T, d_enc)
         h = x if self.encoder is None else self.encoder(x)  # (B, T, d_enc): every patch has read every other

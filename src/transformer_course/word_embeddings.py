@@ -30,18 +30,22 @@ def cosine_to(embedding: Tensor, index: int) -> Tensor:
     return rows @ rows[index]
 
 
-def nearest(embedding: Tensor, index: int, k: int = 5) -> tuple[list[int], list[float]]:
-    """The ``k`` rows most similar to row ``index`` (itself left out), most similar first, with their cosines."""
+def _to_the_others(embedding: Tensor, index: int) -> Tensor:
+    """``cosine_to`` with row ``index`` itself left out (-inf): a row is not its own neighbour."""
     sims = cosine_to(embedding, index)
     sims[index] = -float("inf")
-    top = sims.topk(k)
+    return sims
+
+
+def nearest(embedding: Tensor, index: int, k: int = 5) -> tuple[list[int], list[float]]:
+    """The ``k`` rows most similar to row ``index`` (itself left out), most similar first, with their cosines."""
+    top = _to_the_others(embedding, index).topk(k)
     return top.indices.tolist(), top.values.tolist()
 
 
 def rank_of(embedding: Tensor, index: int, other: int) -> int:
     """Where row ``other`` comes among the neighbours of row ``index``: 1 for the nearest (itself left out)."""
-    sims = cosine_to(embedding, index)
-    sims[index] = -float("inf")
+    sims = _to_the_others(embedding, index)
     return int((sims > sims[other]).sum().item()) + 1
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import sys
 import time
@@ -26,6 +25,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import torch
+from copy_spread import processor  # the benchmark beside this one: the processor's name and instruction set
 
 from transformer_course import captioning
 from transformer_course.patch_captioner import PatchCaptioner
@@ -87,7 +87,7 @@ def main() -> None:
         record = {
             "command": f"python tests/benchmarks/caption_encoders.py --jobs {args.jobs} --out {args.out}",
             "protocol": __doc__.split("Protocol: ")[1].strip(),
-            "machine": {"processor": platform.processor() or platform.machine(), "torch": torch.__version__},
+            "machine": {"processor": processor(), "torch": torch.__version__},
             "steps": STEPS,
             "grid": list(GRID),
             "tuning": tuning,
