@@ -26,9 +26,11 @@ JOBS ?= 2
 # The slowest tests listed at the end of make test (DURATIONS=0: every test, to see where the time goes).
 DURATIONS ?= 25
 # Notebook kernels get the course's two threads (tests/schedule.py): notebooks are what a student runs.
-TEST_ENV := OMP_NUM_THREADS=1 NOTEBOOK_THREADS=2
+# Reproducible runs (training.budget): a model budgeted in minutes trains the steps they buy instead, so that
+# a busy machine is slower but never gets another verdict; make execute sets the same.
+TEST_ENV := OMP_NUM_THREADS=1 NOTEBOOK_THREADS=2 TRANSFORMER_COURSE_REPRODUCIBLE=1
 
-.PHONY: help venv sandbox book execute claims test lint test-fast test-notebooks test-book book-student lab release grade classroom gradescope gpu-pack lock chromium clean
+.PHONY: help venv sandbox book execute claims manifest new-chapter test lint test-fast test-notebooks test-book book-student lab release grade classroom gradescope gpu-pack lock chromium clean
 
 help:
 	@echo "make book      build the HTML book into _build/html (from the outputs stored in solutions/)"
@@ -37,6 +39,8 @@ help:
 	@echo "make lab       JupyterLab on the student notebooks"
 	@echo "make execute   re-execute every solution notebook and store its outputs"
 	@echo "make claims    check every number of the chapters' prose against the output, run or setting that backs it"
+	@echo "make manifest  write _toc.yml and the preface's chapter plan from src/transformer_course/chapters.toml"
+	@echo "make new-chapter N=12 SLUG=ghost TITLE=\"A ghost chapter\"   a new chapter from the chapter template"
 	@echo "make release   regenerate notebooks/ from solutions/, and book/mistakes.md from the exercises"
 	@echo "make grade SUBMISSION=path   grade one notebook or a folder of notebooks (in the bubblewrap sandbox)"
 	@echo "make classroom OUT=folder    write a student repository that grades itself in CI"
@@ -75,6 +79,16 @@ execute: $(STAMP)
 # (tests/test_claims.py). A few seconds.
 claims: $(STAMP)
 	$(BIN)/python -m transformer_course.authoring.claims
+
+# The table of contents and the preface's chapter plan, written from the chapter manifest
+# (src/transformer_course/chapters.toml).
+manifest: $(STAMP)
+	$(BIN)/python -m transformer_course.authoring.manifest
+
+# A new chapter from the chapter template: make new-chapter N=12 SLUG=ghost TITLE="A ghost chapter" [PART=...]
+new-chapter: $(STAMP)
+	@test -n "$(N)" -a -n "$(SLUG)" -a -n "$(TITLE)" || { echo 'usage: make new-chapter N=12 SLUG=ghost TITLE="A ghost chapter"'; exit 2; }
+	$(BIN)/python -m transformer_course.authoring.scaffold "$(N)" "$(SLUG)" "$(TITLE)" $(if $(PART),--part "$(PART)")
 
 release: $(STAMP)
 	$(BIN)/python -m transformer_course.authoring.release
@@ -125,12 +139,12 @@ grade: $(STAMP)
 	$(BIN)/python -m transformer_course.grade "$(SUBMISSION)" --out grading-results --exit-zero $(GRADE_ARGS)
 
 classroom: $(STAMP)
-	$(BIN)/python -m transformer_course.grading.classroom "$(or $(OUT),classroom)"
+	$(BIN)/python -m transformer_course.grading.kits.classroom "$(or $(OUT),classroom)"
 
 # A chapter's Gradescope autograder: a zip to upload (setup.sh, run_autograder, the package; book/instructor.md).
 gradescope: $(STAMP)
 	@test -n "$(CHAPTER)" || { echo "usage: make gradescope CHAPTER=5 (writes dist/gradescope-ch05.zip)"; exit 2; }
-	$(BIN)/python -m transformer_course.grading.gradescope --chapter "$(CHAPTER)" --out dist
+	$(BIN)/python -m transformer_course.grading.kits.gradescope --chapter "$(CHAPTER)" --out dist
 
 # The GPU run (python -m transformer_course.gpu): the folder that must travel to the GPU machine with the working tree
 # (Tatoeba compressed with xz, the course's BPE tokenizer, a manifest; about 4 MB, ignored by git).

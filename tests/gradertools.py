@@ -10,7 +10,7 @@ from typing import NamedTuple
 import wrong_answers
 from transformer_course.grading import registry
 from transformer_course.grading.cells import exercise_id
-from transformer_course.grading.limits import Cgroups
+from transformer_course.grading.host.limits import Cgroups
 
 
 def header(ex_id: str) -> str:

@@ -90,8 +90,8 @@ def _models(path: Path) -> frozenset[str]:
     """The translation configurations named in the cells that run and call `translation_experiment` (which
     trains them or loads them from the model cache); the reference models are neither (their weights are files
     of the repository), nor are stored runs or a configuration read for a diagram."""
-    from transformer_course.configs import CONFIGS
     from transformer_course.reference import NAMES as STORED
+    from transformer_course.training.configs import CONFIGS
 
     code = "\n".join(c for c in _code(path)[: _runs(path)] if "translation_experiment(" in c)
     return frozenset(name for name in CONFIGS if f'"{name}"' in code and name not in STORED)

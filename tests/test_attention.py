@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from transformer_course.attention import (
+from transformer_course.models.attention import (
     SelfAttention,
     attention_scores,
     causal_mask,

@@ -2,8 +2,8 @@
 
 import torch
 
-from transformer_course.attention_maps import attention_maps
-from transformer_course.transformer import Transformer
+from transformer_course.evaluation.attention_maps import attention_maps
+from transformer_course.models.transformer import Transformer
 
 
 def test_every_map_is_there_and_agrees_with_what_the_model_computes():

@@ -1,7 +1,7 @@
 import torch
 
-from transformer_course import bahdanau
 from transformer_course.data import make_batch
+from transformer_course.models import bahdanau
 
 
 def _mask(lengths, t):
@@ -148,9 +148,9 @@ def test_the_default_model_is_unchanged_by_the_bidirectional_option():
     import json
     from importlib.resources import files
 
-    from transformer_course.configs import CONFIGS
-    from transformer_course.models import build_model, typed
-    from transformer_course.seq2seq import Encoder
+    from transformer_course.models.seq2seq import Encoder
+    from transformer_course.training.configs import CONFIGS
+    from transformer_course.training.kinds import build_model, typed
 
     torch.manual_seed(0)
     default = bahdanau.AttentionSeq2Seq(12, 9, 4, 6, 5, d_readout=4, tie=True)

@@ -1,4 +1,4 @@
-"""BLEU from its parts (transformer_course.bleu, the reference of exercise 3.5) against sacrebleu."""
+"""BLEU from its parts (transformer_course.evaluation.bleu, the reference of exercise 3.5) against sacrebleu."""
 
 import math
 import random
@@ -6,9 +6,9 @@ import random
 import pytest
 import sacrebleu
 
-from transformer_course.bleu import bleu, bleu_statistics, closest_reference_length, ngrams, tokenize_13a
 from transformer_course.data.tatoeba import multi_reference, tatoeba_split
-from transformer_course.metrics import corpus_bleu
+from transformer_course.evaluation.bleu import bleu, bleu_statistics, closest_reference_length, ngrams, tokenize_13a
+from transformer_course.evaluation.metrics import corpus_bleu
 
 
 @pytest.fixture(scope="module")

@@ -27,7 +27,7 @@ def test_every_citation_names_one_work(book_build):
     from collections import Counter
 
     from conftest import ROOT
-    from transformer_course.citations import load
+    from transformer_course.authoring.citations import load
 
     texts = Counter(load(ROOT / "book" / "references.bib").values())
     assert [t for t, n in texts.items() if n > 1] == []

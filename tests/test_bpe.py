@@ -1,4 +1,4 @@
-"""Byte-pair encoding from scratch (transformer_course.bpe): a corpus small enough to work out by hand, exact
+"""Byte-pair encoding from scratch (transformer_course.data.bpe): a corpus small enough to work out by hand, exact
 round trips, and agreement with Hugging Face ``tokenizers`` (the course's ``train_bpe``) merge for merge."""
 
 import random
@@ -8,8 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tokenizers import pre_tokenizers
 
-from transformer_course import bpe as bpe_module
-from transformer_course.bpe import (
+from transformer_course.data import bpe as bpe_module
+from transformer_course.data import train_bpe
+from transformer_course.data.bpe import (
     ALPHABET,
     BYTE_TO_CHAR,
     ScratchBPE,
@@ -18,7 +19,6 @@ from transformer_course.bpe import (
     pre_tokenize,
     tokens_per_word,
 )
-from transformer_course.data import train_bpe
 from transformer_course.data.tatoeba import tatoeba_split
 
 # The textbook corpus (Sennrich et al., 2016): low x5, lower x2, newest x6, widest x3, one word per text, so that

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from test_browser import PHONE, browser  # noqa: F401  (browser: the fixture, Chromium with the network cut off)
-from transformer_course.attention_maps import attention_maps
+from transformer_course.evaluation.attention_maps import attention_maps
 
 PAGE = Path("solutions") / "09_evaluation.html"
 BOOK = "div.attn-explorer:not(.attn-explorer-live)"  # the book's explorer, not the typed sentence's below it
@@ -192,8 +192,8 @@ def hypotheses_shown(page):
 
 @pytest.mark.parametrize("text", ["I'm home, Mom!", "Tom is a dwarf."])
 def test_the_keyboard_steps_through_the_beam_and_it_is_the_packages(chapter, reference, text):
-    from transformer_course.decoding import beam_search
-    from transformer_course.explorer_beam import beam_steps, hypotheses
+    from transformer_course.decoding.search import beam_search
+    from transformer_course.explorer.beam import beam_steps, hypotheses
 
     page, _ = chapter
     choose(page, text, "cross", 1, None)

@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from transformer_course import captioning
-from transformer_course.captioning import BOS, EOS, Captioner, make_captions
+from transformer_course.experiments import captioning
+from transformer_course.experiments.captioning import BOS, EOS, Captioner, make_captions
 
 
 def test_images_captions_and_spans_have_the_documented_shapes():

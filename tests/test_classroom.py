@@ -25,10 +25,11 @@ import yaml
 from packaging.requirements import Requirement
 
 from gradertools import full_points, graded_chapters, notebook_name
-from transformer_course.grading import cli, isolation, registry
+from transformer_course.grading import registry
 from transformer_course.grading.cells import exercise_id
-from transformer_course.grading.classroom import TORCH_INDEX, WORKFLOW_PATH, build
-from transformer_course.grading.given import package_fallback
+from transformer_course.grading.host import cli, isolation
+from transformer_course.grading.host.fallback import package_fallback
+from transformer_course.grading.kits.classroom import TORCH_INDEX, WORKFLOW_PATH, build
 
 BWRAP = pytest.mark.skipif(
     not isolation.bwrap_available(), reason="bubblewrap is not available here: install it with `make sandbox` (as root)"

@@ -1,4 +1,4 @@
-"""Compact weights (transformer_course.compact_weights): what each form keeps, shared tensors stored once, and the
+"""Compact weights (transformer_course.training.compact_weights): what each form keeps, shared tensors stored once, and the
 files read back as float32 state dicts that load into the model."""
 
 import hashlib
@@ -6,7 +6,7 @@ import hashlib
 import pytest
 import torch
 
-from transformer_course.compact_weights import (
+from transformer_course.training.compact_weights import (
     INT8_MIN_SIZE,
     compact,
     expand,
@@ -15,8 +15,8 @@ from transformer_course.compact_weights import (
     rounded_copy,
     save_compact,
 )
-from transformer_course.configs import CONFIGS
-from transformer_course.models import build_model
+from transformer_course.training.configs import CONFIGS
+from transformer_course.training.kinds import build_model
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transformer_course.complexity import (
+from transformer_course.measurement.complexity import (
     LAYERS,
     CausalConv1d,
     ConvStack,

@@ -5,9 +5,9 @@ import itertools
 import pytest
 import torch
 
-from transformer_course import decoding as D
-from transformer_course import incremental
-from transformer_course.transformer import Transformer
+from transformer_course.decoding import search as D
+from transformer_course.models import incremental
+from transformer_course.models.transformer import Transformer
 
 EOS = 2
 
@@ -160,7 +160,7 @@ def test_greedy_rows_that_wrote_eos_leave_the_batch(monkeypatch):
         model.out.bias[EOS] = 1.0  # so that the rows end at different steps
     src, mask = _batch(5)
     rows, step = [], D.decoder_step
-    # greedy_decode lives with the cache (transformer_course.incremental) and calls its decoder_step there
+    # greedy_decode lives with the cache (transformer_course.models.incremental) and calls its decoder_step there
     monkeypatch.setattr(
         incremental, "decoder_step", lambda m, cache, tokens, *a: rows.append(len(tokens)) or step(m, cache, tokens, *a)
     )
@@ -241,7 +241,7 @@ def test_model_left_in_its_mode_and_bad_input_explained():
         D.beam_search(model, src, mask, 2, 5, alpha=-1)
     with pytest.raises(ValueError, match="max_len=600 is more than"):
         D.greedy_decode(model, src, mask, 600)
-    with pytest.raises(TypeError, match="needs a transformer_course.transformer.Transformer"):
+    with pytest.raises(TypeError, match="needs a transformer_course.models.transformer.Transformer"):
         D.greedy_decode(torch.nn.Linear(2, 2), src, mask, 5)
     with pytest.raises(TypeError, match="src must be an int64 tensor"):
         D.beam_search(model, src.double(), mask, 2, 5)

@@ -13,9 +13,9 @@ import matplotlib
 import pytest
 
 from transformer_course import diagrams as D
-from transformer_course.configs import CONFIGS
 from transformer_course.diagrams._canvas import COLOURS, HIGHLIGHT
 from transformer_course.diagrams.decoding import BEAMS
+from transformer_course.training.configs import CONFIGS
 
 NS = "{http://www.w3.org/2000/svg}"
 SRC, TGT = ["the", "dog", "eats", "an", "apple"], ["el", "perro", "come", "una", "manzana"]
@@ -187,7 +187,7 @@ def test_positional_layouts_place_sines_and_cosines():
 
 @pytest.mark.parametrize("name", ["transformer-cpu", "transformer-gpu", "transformer-tiny"])
 def test_transformer_stack_is_drawn_from_the_configuration(name):
-    from transformer_course.models import typed
+    from transformer_course.training.kinds import typed
 
     config = typed(CONFIGS[name])
     d = D.transformer_stack(config)

@@ -3,11 +3,11 @@
 import pytest
 import torch
 
-from transformer_course.attention import SelfAttention
 from transformer_course.exercises import ch07
 from transformer_course.grading import registry
 from transformer_course.grading.registry import HIDDEN_SEED, PUBLIC_SEED, run_case, verdict
-from transformer_course.positional import PositionalEncoding
+from transformer_course.models.attention import SelfAttention
+from transformer_course.models.positional import PositionalEncoding
 
 EX = registry.get("7.4")
 

@@ -47,7 +47,7 @@ def test_the_cases_are_seeds_and_the_judge_strings_differ_between_them():
 def test_the_student_function_never_receives_the_seed_of_the_judge_strings():
     # Issue 32: the judge's strings came from the training seed + 7919, which a function given that seed could
     # draw and train on. Their seed is drawn apart and travels in Case.judged, which the grader never sends.
-    from transformer_course.grading.grader import _encode_case
+    from transformer_course.grading.host.grader import _encode_case
 
     for seed in (registry.PUBLIC_SEED, registry.HIDDEN_SEED, 1, 2):
         for case in EX.cases(seed):

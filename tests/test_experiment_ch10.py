@@ -11,11 +11,12 @@ from collections import Counter
 import pytest
 import torch
 
-from transformer_course import bpe, bpe_step, lm_baselines, lm_loss
+from transformer_course.data import bpe, bpe_step
 from transformer_course.exercises import ch10
 from transformer_course.grading import registry
-from transformer_course.grading.given import package_fallback
-from transformer_course.grading.submission import static_problem
+from transformer_course.grading.host.fallback import package_fallback
+from transformer_course.grading.static_check import static_problem
+from transformer_course.models import lm_baselines, lm_loss
 from wrong_answers.ch10 import WRONG_ROUNDS
 
 EX = registry.get("10.6")

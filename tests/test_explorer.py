@@ -10,10 +10,10 @@ import json
 import pytest
 import torch
 
-from transformer_course import explorer
-from transformer_course.attention_maps import attention_maps
-from transformer_course.bahdanau import AttentionSeq2Seq
-from transformer_course.transformer import Transformer
+from transformer_course.evaluation.attention_maps import attention_maps
+from transformer_course.explorer import pages as explorer
+from transformer_course.models.bahdanau import AttentionSeq2Seq
+from transformer_course.models.transformer import Transformer
 
 TEXTS = ["ab", "a cab", "bad cabbage ace"]
 
@@ -158,7 +158,7 @@ def test_the_page_holds_the_data_inline_and_nothing_can_close_its_script(data):
 
 
 def test_a_typed_sentence_gets_the_same_data_and_weights(model, gru):
-    from transformer_course import explorer_live
+    from transformer_course.explorer import live as explorer_live
 
     live = explorer_live.sentence_data("a cab", model, Letters(), gru=gru)
     assert live == explorer.explorer_data(model, Letters(), [("a cab", explorer_live.NOTE)], gru=gru)
@@ -175,7 +175,7 @@ def test_a_typed_sentence_gets_the_same_data_and_weights(model, gru):
 
 
 def test_the_live_output_carries_the_books_script_and_style_inline(model):
-    from transformer_course import explorer_live
+    from transformer_course.explorer import live as explorer_live
 
     data = explorer_live.sentence_data("ab", model, Letters())
     page = explorer_live.show("ab", model, Letters()).data
@@ -201,7 +201,7 @@ def test_the_live_output_carries_the_books_script_and_style_inline(model):
     ],
 )
 def test_a_bad_sentence_is_refused_saying_what_is_wrong(model, text, error, message):
-    from transformer_course import explorer_live
+    from transformer_course.explorer import live as explorer_live
 
     with pytest.raises(error, match=message):
         explorer_live.show(text, model, Letters())
@@ -210,7 +210,7 @@ def test_a_bad_sentence_is_refused_saying_what_is_wrong(model, text, error, mess
 def test_a_model_off_the_cpu_is_refused_saying_what_to_do(model):
     import copy
 
-    from transformer_course import explorer_live
+    from transformer_course.explorer import live as explorer_live
 
     with pytest.raises(ValueError, match=r"the model is on meta: the explorer runs on the CPU, pass model.cpu\(\)"):
         explorer_live.show("ab", copy.deepcopy(model).to("meta"), Letters())
@@ -221,8 +221,8 @@ def test_a_model_off_the_cpu_is_refused_saying_what_to_do(model):
 
 @pytest.mark.parametrize(("beam_size", "alpha", "limit"), [(4, 0.6, None), (3, 0.0, None), (4, 1.0, 3), (1, 0.6, 5)])
 def test_the_stepped_beam_is_beam_search(model, beam_size, alpha, limit):
-    from transformer_course.decoding import beam_search
-    from transformer_course.explorer_beam import beam_steps, hypotheses
+    from transformer_course.decoding.search import beam_search
+    from transformer_course.explorer.beam import beam_steps, hypotheses
 
     for text in TEXTS:
         src_ids = Letters().encode(text)
@@ -249,7 +249,7 @@ def test_the_stepped_beam_is_beam_search(model, beam_size, alpha, limit):
 
 
 def test_the_pages_beam_data_spells_out_beam_searchs_output(model, data):
-    from transformer_course.decoding import beam_search
+    from transformer_course.decoding.search import beam_search
 
     for sentence in data["sentences"]:
         src_ids = Letters().encode(sentence["text"])
@@ -267,7 +267,7 @@ def test_the_pages_beam_data_spells_out_beam_searchs_output(model, data):
 
 
 def test_the_stepped_beam_refuses_bad_input(model, monkeypatch):
-    from transformer_course import explorer_beam
+    from transformer_course.explorer import beam as explorer_beam
 
     ids = Letters().encode("ab")
     with pytest.raises(ValueError, match="beam_size must be a positive int, got 0"):
@@ -276,7 +276,7 @@ def test_the_stepped_beam_refuses_bad_input(model, monkeypatch):
         explorer_beam.beam_steps(model, ids, 4, 10, alpha=-1)
     with pytest.raises(ValueError, match="max_len must be a positive int, got 0"):
         explorer_beam.beam_steps(model, ids, 4, 0)
-    with pytest.raises(TypeError, match="needs a transformer_course.transformer.Transformer"):
+    with pytest.raises(TypeError, match="needs a transformer_course.models.transformer.Transformer"):
         explorer_beam.beam_steps(torch.nn.Linear(2, 2), ids, 4, 10)
     trace = explorer_beam.beam_steps(model, ids, 4, 10)
     for step in (0, len(trace.steps) + 1, True, 1.0):

@@ -19,10 +19,10 @@ import pytest
 import torch
 
 from test_runs import check_run
-from transformer_course.compact_weights import is_compact, load_state
 from transformer_course.gpu import FILES, MAX_FILE_BYTES
 from transformer_course.gpu.machine import MACHINE_PACKAGES, normalise
 from transformer_course.gpu.pack import PackError, open_pack
+from transformer_course.training.compact_weights import is_compact, load_state
 
 ROOT = Path(__file__).resolve().parents[1]
 # Imported on this machine but optional where the run imports them: the GPU machine lacks them and nothing breaks.
@@ -128,7 +128,7 @@ def test_it_imports_only_what_the_gpu_machine_has(dry_run):
 
 def test_the_weights_come_back_compact_and_load_into_the_configuration(dry_run):
     _, out, _ = dry_run
-    from transformer_course.models import build_model
+    from transformer_course.training.kinds import build_model
 
     run = json.loads((out / FILES["transformer"]).read_text())
     blob = torch.load(out / FILES["weights"], weights_only=True)

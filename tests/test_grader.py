@@ -15,8 +15,9 @@ import sys
 import pytest
 
 from gradertools import full_points, graded_chapters, header, notebook_name, scores, with_cells, wrong_rounds
-from transformer_course.grading import grader, registry
-from transformer_course.grading.grader import grade_notebook
+from transformer_course.grading import registry
+from transformer_course.grading.host import grader
+from transformer_course.grading.host.grader import grade_notebook
 from wrong_answers.ch05 import HOSTILE, INFINITE_LOOP, KILLS_KERNEL, WRONG_ROUNDS
 
 CHAPTER = "05_self_attention.ipynb"
@@ -190,7 +191,7 @@ def test_command_line_usage_errors(tmp_path):
 
 
 def test_reports_of_same_named_submissions_do_not_overwrite_each_other():
-    from transformer_course.grading.cli import _unique
+    from transformer_course.grading.host.cli import _unique
 
     assert _unique("05_self_attention", set()) == "05_self_attention"
     assert _unique("05_self_attention", {"05_self_attention", "05_self_attention-2"}) == "05_self_attention-3"
@@ -264,8 +265,8 @@ def test_class_reports_name_the_student_the_chapter_and_the_real_maximum(course_
     import csv
     from pathlib import Path
 
-    from transformer_course.grading.cli import main
-    from transformer_course.grading.overview import COLUMNS
+    from transformer_course.grading.host.cli import main
+    from transformer_course.grading.host.overview import COLUMNS
 
     folder = tmp_path / "subs"
     (folder / "carol" / "notebooks").mkdir(parents=True)  # a student's repository, as GitHub Classroom hands it in
@@ -310,8 +311,8 @@ def test_class_reports_name_the_student_the_chapter_and_the_real_maximum(course_
 def test_report_status_is_decided_by_the_grader_s_own_words():
     from pathlib import Path
 
-    from transformer_course.grading.report import STATUSES, Report
-    from transformer_course.grading.report import TestResult as Result
+    from transformer_course.grading.host.report import STATUSES, Report
+    from transformer_course.grading.host.report import TestResult as Result
 
     def report(scores=(), problems=(), **kw):
         tests = [Result(f"Exercise 5.{i}: x", s, 2, "", "") for i, s in enumerate(scores, 1)]
@@ -341,7 +342,7 @@ def test_report_status_is_decided_by_the_grader_s_own_words():
 def test_student_names_come_from_the_folder_or_the_file():
     from pathlib import Path
 
-    from transformer_course.grading.overview import student_of
+    from transformer_course.grading.host.overview import student_of
 
     subs = Path("subs")
     assert student_of(subs / "alice" / "notebooks" / CHAPTER, subs) == "alice"  # per-student folders
@@ -356,7 +357,7 @@ def test_exit_codes_tell_a_grader_failure_from_a_low_score(course_root, tmp_path
     # 2 a usage error; 3 an error of the grader's own, which must never read as a student's low score.
     import csv
 
-    from transformer_course.grading import cli
+    from transformer_course.grading.host import cli
 
     folder = tmp_path / "subs"
     folder.mkdir()
@@ -399,13 +400,13 @@ def test_the_worker_starts_without_torch_dynamo_and_its_watch_still_sees_forbidd
     # PyTorch wraps a dispatch mode's handler in torch._dynamo.disable unless the mode opts out: importing
     # torch._dynamo made up about 2 of the 4.5 s a worker took to start. The worker opts out (graded code cannot
     # reach torch.compile); its watch must still record a forbidden built-in, at both levels, once per name.
-    from pathlib import Path
+    from transformer_course.grading.host.sandbox import WORKER_FILES
 
     probe = tmp_path / "probe.py"
     probe.write_text(
         "import os, sys\n"
         "sys.argv = ['worker', str(os.open(os.devnull, os.O_WRONLY))]\n"
-        f"sys.path.insert(0, {str(Path(grader.__file__).parent)!r})\n"
+        f"sys.path[:0] = {sorted({str(path.parent) for path in WORKER_FILES.values()})!r}\n"  # worker.py, codec.py
         "import codec as course_codec\n"
         "sys.modules['course_codec'] = course_codec\n"
         "import worker, torch\n"

@@ -20,12 +20,13 @@ import pytest
 import torch
 
 from gradertools import cgroups_here, full_points, notebook_name, scores, with_cells, wrong_rounds
-from transformer_course.grading import isolation, limits, registry, sandbox
+from transformer_course.grading import registry
 from transformer_course.grading.cells import exercise_id
 from transformer_course.grading.closed_world import closed_world_problem, module_aliases
 from transformer_course.grading.given import given_code
-from transformer_course.grading.grader import grade_notebook
-from transformer_course.grading.submission import clean_source, static_problem
+from transformer_course.grading.host import isolation, limits, sandbox
+from transformer_course.grading.host.grader import grade_notebook
+from transformer_course.grading.static_check import clean_source, static_problem
 
 needs_bwrap = pytest.mark.skipif(
     not isolation.bwrap_available(), reason="bubblewrap is not available here: install it with `make sandbox` (as root)"

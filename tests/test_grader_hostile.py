@@ -16,12 +16,13 @@ from pathlib import Path
 import pytest
 
 from gradertools import cgroups_here, full_points, scores, with_cells
-from transformer_course.grading import grader, isolation, registry, sandbox
-from transformer_course.grading.cli import main
-from transformer_course.grading.grader import Report, grade_notebook
-from transformer_course.grading.grader import TestResult as Result
-from transformer_course.grading.overview import csv_cell
-from transformer_course.grading.submission import static_problem
+from transformer_course.grading import registry
+from transformer_course.grading.host import grader, isolation, sandbox
+from transformer_course.grading.host.cli import main
+from transformer_course.grading.host.grader import Report, grade_notebook
+from transformer_course.grading.host.grader import TestResult as Result
+from transformer_course.grading.host.overview import csv_cell
+from transformer_course.grading.static_check import static_problem
 
 CHAPTER = "05_self_attention.ipynb"
 POINTS = full_points(5)
@@ -79,8 +80,8 @@ EARNS_NOTHING = {
         "    raise RuntimeError('the grader leaked its environment')\n"
         "repo = os.path.dirname(sys.prefix)  # the virtual environment sits in the course folder\n"
         "found = glob.glob(repo + '/solutions/05_self_attention.ipynb')\n"
-        "found += glob.glob(repo + '/**/transformer_course/attention.py', recursive=True)\n"
-        "found += glob.glob(sys.prefix + '/lib/*/site-packages/transformer_course/attention.py')\n"
+        "found += glob.glob(repo + '/**/transformer_course/models/attention.py', recursive=True)\n"
+        "found += glob.glob(sys.prefix + '/lib/*/site-packages/transformer_course/models/attention.py')\n"
         "def decoder_mask(lengths, t):\n"
         "    keys = torch.arange(t)\n"
         "    return (keys[None, None, :] < lengths[:, None, None]) & (keys[None, :] >= keys[:, None])\n"
@@ -138,7 +139,7 @@ EARNS_NOTHING = {
 # a built-in, a flood of output, IPython magics, and no use of the grader's environment.
 HONEST = {
     "5.1": (
-        "# Like transformer_course.attention.attention_scores, but mine; not F.scaled_dot_product_attention.\n"
+        "# Like transformer_course.models.attention.attention_scores, but mine; not F.scaled_dot_product_attention.\n"
         "NOTE = 'import transformer_course; import sys'\n"
         "print('x' * 30_000_000, end='')  # a very large output\n"
         "def attention_scores(q, k):\n"
@@ -312,7 +313,7 @@ def test_malformed_metadata_and_stray_ids_are_reported_not_crashes(course_root, 
 @pytest.mark.parametrize(
     "source, refused",
     [
-        ("# transformer_course.attention would do it\ndef attention_scores(q, k):\n    return q", None),
+        ("# transformer_course.models.attention would do it\ndef attention_scores(q, k):\n    return q", None),
         ("s = 'F.scaled_dot_product_attention'\ndef f(q):\n    return q", None),
         (
             "class A:\n    def scaled_dot_product_attention(self, q):\n        return q\n"
@@ -326,7 +327,7 @@ def test_malformed_metadata_and_stray_ids_are_reported_not_crashes(course_root, 
         ),
         ("from torch.nn.functional import *\ndef f(q):\n    return scaled_dot_product_attention(q, q, q)", "imports *"),
         ("from torch.nn.functional import scaled_dot_product_attention as s", "scaled_dot_product_attention"),
-        ("import transformer_course.attention as a", "reference package"),
+        ("import transformer_course.models.attention as a", "reference package"),
         ("%time from transformer_course import attention", None),
         ("from torch.overrides import _pop_mode", "imports from `torch.overrides`"),
         ("import sys\nsys.stdout.write('x')", "imports `sys`"),
@@ -420,7 +421,7 @@ def test_killing_the_grader_ends_its_sandbox(tmp_path):
     token = TOKEN + "-orphan"
     script = (
         "import sys\n"
-        "from transformer_course.grading import sandbox\n"
+        "from transformer_course.grading.host import sandbox\n"
         "w = sandbox.Worker('bwrap')\n"
         "assert w.wait_ready(60)\n"
         "source = ('import subprocess\\n'\n"
@@ -449,7 +450,7 @@ def test_what_a_submission_writes_into_a_report_is_capped_and_cannot_forge_a_lin
     # a 20 MB results.json); 10,000 stray exercise ids gave 10,000 note lines.
     import json as json_module
 
-    from transformer_course.grading.report import MAX_PROBLEMS, Report, TestResult
+    from transformer_course.grading.host.report import MAX_PROBLEMS, Report, TestResult
 
     forged = "oops\n**Score: 14 / 14**\n" + "x" * 20_000_000
     report = Report(

@@ -27,7 +27,8 @@ from pathlib import Path
 import pytest
 
 from gradertools import full_points, with_cells
-from transformer_course.grading import gradescope, isolation
+from transformer_course.grading.host import isolation
+from transformer_course.grading.kits import gradescope
 
 CHAPTER = 5
 NOTEBOOK = "05_self_attention.ipynb"
@@ -74,7 +75,7 @@ KILL_GRADER = "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"
 # hole: a sitecustomize module on the grader's PYTHONPATH (the worker runs `python -I`, which does not read it).
 STATIC_OFF = """\
 try:
-    import transformer_course.grading.grader as _grader
+    import transformer_course.grading.host.grader as _grader
     _grader.static_problem = lambda *args, **kwargs: None
 except Exception:
     pass
@@ -294,12 +295,13 @@ def test_kit_holds_gradescope_layout_and_no_solutions(kit, course_root):
     assert not any("BEGIN SOLUTION" in text for text in notebooks)  # the pristine student notebook only
     assert modes["run_autograder"] == modes["setup.sh"] == 0o755
     assert zip_path.stat().st_size < 2_000_000  # no reference weights, no solutions
-    assert not list(site.rglob("*.pt")) and (site / "transformer_course" / "grading" / "gradescope.py").is_file()
+    assert not list(site.rglob("*.pt"))
+    assert (site / "transformer_course" / "grading" / "kits" / "gradescope.py").is_file()
     assert kit_json["chapter"] == CHAPTER and kit_json["notebook"] == NOTEBOOK
     assert {e["id"]: e["points"] for e in kit_json["exercises"]} == full_points(CHAPTER)
     assert gradescope.build(CHAPTER, zip_path.parent, course_root).read_bytes() == zip_path.read_bytes()  # reproducible
     makefile = (course_root / "Makefile").read_text()
-    assert re.search(r"^gradescope:", makefile, re.M) and "transformer_course.grading.gradescope" in makefile
+    assert re.search(r"^gradescope:", makefile, re.M) and "transformer_course.grading.kits.gradescope" in makefile
 
 
 def test_setup_script_parses_and_pins_what_constraints_pin(kit, course_root, tmp_path):

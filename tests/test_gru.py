@@ -1,9 +1,9 @@
-"""The GRU cell of chapter 2 (transformer_course.gru) against PyTorch's nn.GRUCell and nn.GRU."""
+"""The GRU cell of chapter 2 (transformer_course.models.gru) against PyTorch's nn.GRUCell and nn.GRU."""
 
 import pytest
 import torch
 
-from transformer_course.gru import gru_cell
+from transformer_course.models.gru import gru_cell
 
 
 @pytest.mark.parametrize("b, d, h", [(1, 2, 2), (3, 4, 5), (2, 7, 3)])

@@ -16,10 +16,10 @@ import pytest
 import torch
 
 from test_browser import _edit_and_run, _wait_idle, browser, jupyterlab  # noqa: F401  (browser: the fixture)
-from transformer_course.attention_maps import attention_maps
+from transformer_course.evaluation.attention_maps import attention_maps
 
 NOTEBOOK = "explore.ipynb"
-FIRST = 'from transformer_course.explorer_live import show\n\nshow("The cat sleeps on the sofa.")'
+FIRST = 'from transformer_course.explorer.live import show\n\nshow("The cat sleeps on the sofa.")'
 TYPED = "Where is the station?"
 TOLERANCE = 1e-3  # the output stores thousandths: a mean of the heads' is 0.0005 at most from the model's
 EOS = 2

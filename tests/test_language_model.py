@@ -5,10 +5,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from transformer_course.language_model import DecoderOnlyLayer, TransformerLM, mask_after, shift_targets
-from transformer_course.sampling import generate
-from transformer_course.transformer_layers import DecoderLayer, EncoderLayer
-from transformer_course.transformer_torch import lm_logits_with_torch
+from transformer_course.decoding.sampling import generate
+from transformer_course.models.language_model import DecoderOnlyLayer, TransformerLM, mask_after, shift_targets
+from transformer_course.models.transformer_layers import DecoderLayer, EncoderLayer
+from transformer_course.models.transformer_torch import lm_logits_with_torch
 
 V, D, H, LAYERS, D_FF, MAX_LEN = 37, 16, 4, 2, 24, 32
 

@@ -7,9 +7,15 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from transformer_course.language_model import TransformerLM
-from transformer_course.lm_baselines import RNNLM, BigramLM, negative_log_likelihood, perplexity, perplexity_per_word
-from transformer_course.sampling import generate
+from transformer_course.decoding.sampling import generate
+from transformer_course.models.language_model import TransformerLM
+from transformer_course.models.lm_baselines import (
+    RNNLM,
+    BigramLM,
+    negative_log_likelihood,
+    perplexity,
+    perplexity_per_word,
+)
 
 # Vocabulary 0 <pad>, 1 <bos>, 2 "a", 3 "b"; transitions 1->2, 2->3, 1->3.
 CORPUS = [[1, 2, 3], [1, 3]]

@@ -9,9 +9,18 @@ import pytest
 import torch
 
 from transformer_course.data import train_bpe
-from transformer_course.language_model import TransformerLM, next_token_loss
-from transformer_course.lm_data import LMData, Sequences, lm_batches
-from transformer_course.lm_train import LM_CONFIGS, _parse, _perplexities, _settings, evaluate_lm, translate_as_lm
+from transformer_course.data.lm_data import LMData, Sequences, lm_batches
+from transformer_course.models.language_model import TransformerLM, next_token_loss
+from transformer_course.training.lm_configs import LANGUAGE_MODELS, TransformerLMConfig, recorded
+from transformer_course.training.lm_tasks import MaskedTokenTask, NextTokenTask
+from transformer_course.training.lm_train import (
+    LM_CONFIGS,
+    _parse,
+    _perplexities,
+    configuration,
+    evaluate_lm,
+    translate_as_lm,
+)
 
 
 def _sequences(n: int = 40, seed: int = 0) -> Sequences:
@@ -74,9 +83,39 @@ def test_translation_is_read_after_bos_until_eos():
 
 
 def test_settings_overrides_keep_their_types_and_refuse_unknown_keys():
-    args = _parse(["--config", "lm-transformer-cpu", "--set", "peak_lr=0.001", "n_layers=2"])
-    settings = _settings(args)
-    assert settings["peak_lr"] == 0.001 and settings["n_layers"] == 2 and isinstance(settings["n_layers"], int)
-    assert LM_CONFIGS["lm-transformer-cpu"]["n_layers"] == 4  # the configuration itself is untouched
-    with pytest.raises(SystemExit, match="KEY=VALUE"):
-        _settings(_parse(["--config", "lm-transformer-cpu", "--set", "colour=red"]))
+    args = _parse(["--config", "lm-transformer-cpu", "--set", "peak_lr=0.001", "n_layers=2", "dropout=0"])
+    config = configuration(args)
+    assert isinstance(config, TransformerLMConfig) and config.steps == 1900  # the default budget
+    assert config.peak_lr == 0.001 and config.n_layers == 2 and isinstance(config.n_layers, int)
+    assert config.dropout == 0.0 and isinstance(config.dropout, float)  # JSON's 0, read as the float the key takes
+    assert LANGUAGE_MODELS["lm-transformer-cpu"].n_layers == 4  # the configuration itself is untouched
+    assert LM_CONFIGS["lm-transformer-cpu"] == recorded(LANGUAGE_MODELS["lm-transformer-cpu"])
+    assert configuration(_parse(["--config", "lm-rnn-cpu", "--steps", "7"])).steps == 7
+    with pytest.raises(SystemExit, match=r"--set colour: not a key of the transformer language model .*d_model"):
+        configuration(_parse(["--config", "lm-transformer-cpu", "--set", "colour=1"]))
+    with pytest.raises(SystemExit, match="n_layers of a transformer language model configuration must be int"):
+        configuration(_parse(["--config", "lm-transformer-cpu", "--set", "n_layers=2.5"]))
+    with pytest.raises(SystemExit, match="model of a RNNLMConfig is 'rnn'"):
+        configuration(_parse(["--config", "lm-rnn-cpu", "--set", 'model="transformer"']))
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_the_language_model_tasks_go_on_exactly_from_their_state(masked):
+    seqs = _sequences(60)
+
+    def task():
+        return MaskedTokenTask(seqs, 30, 0, seed=2, rate=0.3) if masked else NextTokenTask(seqs, 30, 0, seed=2)
+
+    straight = task()
+    batches = [straight.next_batch()[0].ids for _ in range(50)]
+    assert straight.batches.epoch >= 2  # more than one pass, each in its own order
+    first = task()
+    for _ in range(13):
+        first.next_batch()
+    resumed = task()
+    resumed.load_state(first.state())
+    assert all(torch.equal(resumed.next_batch()[0].ids, ids) for ids in batches[13:])
+    if masked:  # the generator of the training masks goes on too
+        first.masks.manual_seed(5)
+        resumed.load_state(first.state())
+        assert torch.equal(resumed.masks.get_state(), first.masks.get_state())

@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch import nn
 
-from transformer_course.lstm import LSTM, lstm_cell, lstm_gates, lstm_layer
+from transformer_course.models.lstm import LSTM, lstm_cell, lstm_gates, lstm_layer
 
 f64 = dict(dtype=torch.float64)
 

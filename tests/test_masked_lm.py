@@ -12,9 +12,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from transformer_course.data import train_bpe
-from transformer_course.language_model import TransformerLM
-from transformer_course.lm_data import LMData, Sequences
-from transformer_course.masked_lm import (
+from transformer_course.data.lm_data import LMData, Sequences
+from transformer_course.models.language_model import TransformerLM
+from transformer_course.models.masked_lm import (
     BLANK,
     MaskedLM,
     fill_blank,
@@ -22,7 +22,7 @@ from transformer_course.masked_lm import (
     masked_loss,
     masked_token_loss,
 )
-from transformer_course.mlm_train import main
+from transformer_course.training.mlm_train import main
 
 V, D, H, LAYERS, D_FF, MAX_LEN = 37, 16, 4, 2, 24, 64
 PAD, BOS, EOS, UNK = 0, 1, 2, 3
@@ -250,3 +250,14 @@ def test_the_command_line_writes_its_run(tmp_path, capsys):
     again = tmp_path / "again.json"
     main([*argv[:-1], str(again), "--set", *tiny], data=tiny_data())
     assert json.loads(again.read_text())["valid"] == run["valid"]
+
+
+def test_the_stored_run_s_command_still_parses_to_its_settings():
+    from importlib.resources import files
+
+    from transformer_course.training.lm_configs import recorded
+    from transformer_course.training.mlm_train import _parse, configuration
+
+    run = json.loads(files("transformer_course.runs").joinpath("mlm-transformer-cpu-seed0.json").read_text())
+    args = _parse(run["command"].split()[3:])
+    assert recorded(configuration(args)) == run["settings"] and args.steps == run["steps"]  # no drift since

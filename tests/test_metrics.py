@@ -1,7 +1,7 @@
 import pytest
 import sacrebleu
 
-from transformer_course.metrics import bleu_by_length, corpus_bleu, exact_match, length_buckets
+from transformer_course.evaluation.metrics import bleu_by_length, corpus_bleu, exact_match, length_buckets
 
 
 def test_bleu_matches_sacrebleu_with_one_reference():

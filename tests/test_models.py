@@ -1,13 +1,13 @@
-"""The models by kind (transformer_course.models): every configuration has a type, and a wrong one is refused
+"""The models by kind (transformer_course.training.kinds): every configuration has a type, and a wrong one is refused
 with a message that names the key."""
 
 import importlib
 
 import pytest
 
-from transformer_course.configs import CONFIGS
-from transformer_course.models import BUILDERS, MODEL_CODE, SCHEMAS, build_model, config_keys, typed
-from transformer_course.train import _parser, configuration
+from transformer_course.training.configs import CONFIGS
+from transformer_course.training.kinds import BUILDERS, MODEL_CODE, SCHEMAS, build_model, config_keys, typed
+from transformer_course.training.train import _parser, configuration
 
 
 def test_every_model_kind_has_a_type_a_builder_and_its_code():

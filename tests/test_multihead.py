@@ -8,8 +8,15 @@ import torch.nn as nn
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from transformer_course.attention import causal_mask, padding_mask, scaled_dot_product_attention
-from transformer_course.multihead import MultiHeadAttention, from_torch, merge_heads, split_heads, to_torch, torch_masks
+from transformer_course.models.attention import causal_mask, padding_mask, scaled_dot_product_attention
+from transformer_course.models.multihead import (
+    MultiHeadAttention,
+    from_torch,
+    merge_heads,
+    split_heads,
+    to_torch,
+    torch_masks,
+)
 
 f64 = dict(dtype=torch.float64)
 

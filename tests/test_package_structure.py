@@ -1,4 +1,5 @@
-"""The package's shape: no import cycles, no chapter module that reaches a later chapter's code, and modules
+"""The package's shape: layers as folders that import only downwards, no import cycles, no chapter module that
+reaches a later chapter's code, a root that holds only the package's face and its command lines, and modules
 small enough to read in one sitting. The imports are read from the source (every ``import`` statement,
 those inside functions included), so a lazy import cannot hide a cycle."""
 
@@ -7,46 +8,36 @@ from pathlib import Path
 
 import pytest
 
+from transformer_course.authoring import manifest
+
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "transformer_course"
 
-# The chapter each chapter module belongs to; the other modules are shared (data, training, evaluation,
-# the cache, the grader's machinery). exercises/chNN.py (or the package exercises/chNN/) belongs to chapter NN.
-CHAPTERS = {
-    "rnn": 1,
-    "lstm": 2,
-    "gru": 2,
-    "seq2seq": 3,
-    "bleu": 3,
-    "word_embeddings": 3,
-    "bahdanau": 4,
-    "captioning": 4,
-    "attention": 5,
-    "complexity": 5,
-    "multihead": 6,
-    "positional": 7,
-    "packed_attention": 8,
-    "transformer_layers": 8,
-    "transformer": 8,
-    "transformer_torch": 8,
-    "patch_captioner": 8,
-    "incremental": 8,
-    "decoding": 9,
-    "bpe": 10,
-    "bpe_step": 10,
-    "lm_loss": 10,
-    "lm_baselines": 10,
-    "language_model": 10,
-    "sampling": 10,
-    "lm_data": 10,
-    "lm_train": 10,
-    "lm_samples": 10,
-    "masked_lm": 10,
-    "mlm_train": 10,
-}
+# The chapter each chapter module belongs to, from the chapter manifest (src/transformer_course/chapters.toml); the
+# other modules are shared (data, training, evaluation, the cache, the grader's machinery). exercises/chNN.py (or the
+# package exercises/chNN/) belongs to chapter NN.
+CHAPTERS = manifest.load().module_chapters()
 # Shared modules a grading table may use besides its chapter's own (the training losses and schedules, and
 # the test sentences that exercise 3.5 scores).
-SHARED = {"training", "data.tatoeba"}
+SHARED = {"training.loop", "data.tatoeba"}
 MAX_LINES = 300
+
+# The layers, lowest first: a module imports only from its own layer and the layers below it (the grading
+# machinery stands apart: anything may use it, and it uses nothing of the course). The root's own modules are
+# the argument checks and where the course's files are (below everything) and the command lines (above).
+LAYERS = [
+    {"_checks", "repository", "runs"},
+    {"data"},  # tokenizers, datasets, batching
+    {"models"},  # the networks, one module per idea
+    {"decoding"},  # greedy, beam, sampling
+    {"evaluation"},  # BLEU, held-out translations, attention maps, figures
+    {"training"},  # one loop, configurations, checkpoints, the cache, the trainers' command lines
+    {"measurement", "experiments", "reference", "diagrams"},  # what the chapters run and draw
+    {"explorer", "gpu"},  # chapter 9's explorer, the GPU run
+    {"exercises"},  # each chapter's exercise table (course content)
+    {"authoring"},  # release, student book, claims, scaffolding
+    {"", "train", "lm_train", "mlm_train", "grade"},  # the package's face and its command lines
+]
+ROOT_MODULES_AT_MOST = 12
 
 
 def exercise_tables() -> set[str]:
@@ -109,9 +100,43 @@ def graph() -> dict[str, set[str]]:
 
 def test_the_graph_is_read_from_real_imports(graph):
     # A reader that found nothing would pass every test below.
-    assert {"seq2seq", "data.batching"} <= graph["bahdanau"]
-    assert "incremental" in graph["transformer"] and "incremental" in graph["decoding"]
-    assert "seq2seq" in graph["exercises.ch03"] and "grading.registry" in graph["exercises.ch03"]
+    assert {"models.seq2seq", "data.batching"} <= graph["models.bahdanau"]
+    assert "models.incremental" in graph["models.transformer"] and "models.incremental" in graph["decoding.search"]
+    assert "models.seq2seq" in graph["exercises.ch03"] and "grading.registry" in graph["exercises.ch03"]
+
+
+def layer_of(name: str) -> int | None:
+    top = name.split(".")[0]
+    for rank, layer in enumerate(LAYERS):
+        if top in layer:
+            return rank
+    return None
+
+
+def test_every_module_is_in_a_layer(graph):
+    unplaced = sorted(n for n in graph if layer_of(n) is None and n.split(".")[0] != "grading")
+    assert not unplaced, f"modules outside every layer (add their folder to LAYERS): {unplaced}"
+
+
+def test_imports_run_downwards_only(graph):
+    assert layer_of("models.rnn") < layer_of("training.loop") < layer_of("exercises.ch01")
+    upwards = [
+        f"{name} -> {target}"
+        for name in graph
+        for target in graph[name]
+        if not target.startswith("grading")
+        and layer_of(name) is not None
+        and layer_of(target) is not None
+        and layer_of(target) > layer_of(name)
+    ]
+    assert not upwards, "imports from a lower layer up to a higher one: " + ", ".join(sorted(upwards))
+
+
+def test_the_root_holds_only_the_face_and_the_command_lines():
+    root = sorted(p.stem for p in PACKAGE.glob("*.py"))
+    assert "__init__" in root and len(root) <= ROOT_MODULES_AT_MOST, root
+    folders = sorted(p.parent.name for p in PACKAGE.glob("*/__init__.py"))
+    assert {"models", "data", "training", "decoding", "evaluation", "grading"} <= set(folders), folders
 
 
 def test_no_import_cycles(graph):

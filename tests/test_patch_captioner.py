@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from transformer_course import captioning
-from transformer_course.patch_captioner import PatchCaptioner
+from transformer_course.experiments import captioning
+from transformer_course.experiments.patch_captioner import PatchCaptioner
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The shared figures (transformer_course.plots): what they draw, and a clear error for what they cannot."""
+"""The shared figures (transformer_course.evaluation.plots): what they draw, and a clear error for what they cannot."""
 
 import matplotlib
 
@@ -8,8 +8,8 @@ import matplotlib.pyplot as plt
 import pytest
 import torch
 
-from transformer_course.attention import causal_mask
-from transformer_course.plots import attention_heatmap, mask_image
+from transformer_course.evaluation.plots import attention_heatmap, mask_image
+from transformer_course.models.attention import causal_mask
 
 
 def test_a_mask_says_which_colour_may_attend():

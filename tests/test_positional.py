@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from transformer_course.grading import registry
-from transformer_course.positional import (
+from transformer_course.models.positional import (
     LearnedPositionalEmbedding,
     PositionalEncoding,
     frequencies,

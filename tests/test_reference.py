@@ -83,9 +83,9 @@ def test_a_damaged_or_unknown_model_is_refused_clearly(tmp_path, monkeypatch):
 
 
 def test_compact_halves_a_float32_file_once_and_records_what_the_stored_form_scores(tmp_path, monkeypatch):
-    from transformer_course import translation
-    from transformer_course.compact_weights import load_state
+    from transformer_course.evaluation import translate
     from transformer_course.reference.__main__ import main
+    from transformer_course.training.compact_weights import load_state
 
     # a float32 file as the trainer writes one: the stored weights, widened (float16 values survive the round trip)
     state = load_state(reference.HERE / "bahdanau-ref.pt")
@@ -97,7 +97,7 @@ def test_compact_halves_a_float32_file_once_and_records_what_the_stored_form_sco
     plain_bytes = (tmp_path / "bahdanau-ref.pt").stat().st_size
     monkeypatch.setattr(reference, "HERE", tmp_path)
     scored = []
-    monkeypatch.setattr(translation, "evaluate_bleu", lambda m, d, split: scored.append(split) or len(scored) + 40.0)
+    monkeypatch.setattr(translate, "evaluate_bleu", lambda m, d, split: scored.append(split) or len(scored) + 40.0)
     assert main(["compact", "bahdanau-ref", "--threads", str(torch.get_num_threads())]) == 0
     after = reference_run("bahdanau-ref")
     stored = after["stored_weights"]
@@ -114,7 +114,7 @@ def test_compact_halves_a_float32_file_once_and_records_what_the_stored_form_sco
 def test_the_float16_gru_decodes_the_test_bleu_its_run_records():
     # `reference compact` scored the stored form on the whole test set (5,967 sentences, a few seconds for this
     # model): decoded here again, on whatever processor, it gives that BLEU (a rounding tie may move a token)
-    from transformer_course.translation import evaluate_bleu
+    from transformer_course.experiments.translation import evaluate_bleu
 
     model, data, run = load_reference("bahdanau-ref")
     with torch.no_grad():

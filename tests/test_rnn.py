@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch import nn
 
-from transformer_course.rnn import RNN, rnn_cell, rnn_layer, rnn_step_jacobian
+from transformer_course.models.rnn import RNN, rnn_cell, rnn_layer, rnn_step_jacobian
 
 f64 = dict(dtype=torch.float64)
 

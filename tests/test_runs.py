@@ -8,7 +8,7 @@ from importlib.resources import files
 
 import pytest
 
-from transformer_course.train import _parser, configuration
+from transformer_course.training.train import _parser, configuration
 
 
 def _load(name: str) -> dict:
@@ -92,11 +92,12 @@ def test_the_language_model_runs_are_there():
 
 @pytest.mark.parametrize("name", LM_RUNS)
 def test_language_model_run_records_its_command_and_settings(name):
-    from transformer_course.lm_train import _parse, _settings
+    from transformer_course.training.lm_configs import recorded
+    from transformer_course.training.lm_train import _parse, configuration
 
     run = _load(name)
     args = _parse(run["command"].split()[3:])  # the command parses, and names this run's configuration
-    assert args.config == run["config"] and run["settings"] == _settings(args)  # no drift since
+    assert args.config == run["config"] and run["settings"] == recorded(configuration(args))  # no drift since
     assert args.out is not None
     # it wrote this very file; a tuning run (--no-test) may have been written elsewhere and stored under its name
     assert args.out.name == name or args.no_test

@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from transformer_course.sampling import filter_logits, generate, sample_next
+from transformer_course.decoding.sampling import filter_logits, generate, sample_next
 
 
 def logits_of(probs: list[float]) -> torch.Tensor:

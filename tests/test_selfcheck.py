@@ -12,14 +12,15 @@ import textwrap
 import pytest
 import torch
 
-from transformer_course import attention as ref
-from transformer_course.authoring import mistakes
-from transformer_course.grading import check, registry, selfcheck
+from transformer_course.authoring import manifest, mistakes
+from transformer_course.grading import check, registry
 from transformer_course.grading.cells import BEGIN, END
 from transformer_course.grading.cells import exercise_id as cell_exercise
 from transformer_course.grading.codec import encode
 from transformer_course.grading.given import given_code
-from transformer_course.grading.selfcheck import evaluate
+from transformer_course.grading.kernel import selfcheck
+from transformer_course.grading.kernel.selfcheck import evaluate
+from transformer_course.models import attention as ref
 
 EXERCISES = [e.id for chapter in sorted(registry.CHAPTER_MODULES) for e in registry.chapter_exercises(chapter)]
 
@@ -92,7 +93,9 @@ def _caught(ex, answer, cases) -> bool:
 
 @pytest.fixture(scope="module")
 def mistakes_page(course_root) -> str:
-    return (course_root / mistakes.PAGE).read_text(encoding="utf-8")
+    """The pages of known mistakes, the introduction first, then a page per chapter (book/mistakes/chNN.md)."""
+    pages = [course_root / mistakes.PAGE, *sorted((course_root / mistakes.CHAPTER_PAGES).glob("ch*.md"))]
+    return "\n".join(p.read_text(encoding="utf-8") for p in pages)
 
 
 @pytest.mark.parametrize("exercise_id", EXERCISES)
@@ -211,7 +214,7 @@ def shell():
     """An IPython shell, as in a kernel, with the course's setup cell run."""
     from IPython.core.interactiveshell import InteractiveShell
 
-    from transformer_course.grading import selfcheck
+    from transformer_course.grading.kernel import selfcheck
 
     ipython = InteractiveShell.instance()
     tracker = selfcheck.track(ipython)
@@ -525,10 +528,18 @@ def test_a_mismatch_names_the_part_of_the_result_and_shows_small_values():
     assert all(ex.parts for ex in map(registry.get, ("1.2", "2.3", "3.1", "4.3", "5.3", "6.3", "9.2", "9.4")))
 
 
-def test_the_mistakes_page_has_one_section_per_exercise_in_order(mistakes_page):
+def test_the_mistakes_page_has_one_section_per_exercise_in_order(mistakes_page, course_root):
     headings = re.findall(r"^## Exercise (\S+):", mistakes_page, flags=re.M)
     assert headings == EXERCISES
     assert mistakes.NOT_CAUGHT not in mistakes_page
+    # The introduction is what make release writes; a page per graded chapter, titled as the manifest names it.
+    assert (course_root / mistakes.PAGE).read_text(encoding="utf-8") == mistakes.intro()
+    pages = sorted((course_root / mistakes.CHAPTER_PAGES).glob("ch*.md"))
+    assert [p.stem for p in pages] == [f"ch{c:02d}" for c in sorted(registry.CHAPTER_MODULES)]
+    for page in pages:
+        title = page.read_text(encoding="utf-8").splitlines()[0]
+        chapter = int(page.stem[2:])
+        assert title == f"# Known mistakes: chapter {chapter}, {manifest.load().chapter(chapter).title}", title
 
 
 def test_a_tuple_of_floats_is_compared_within_the_tolerance_and_ids_exactly():

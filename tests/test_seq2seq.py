@@ -3,8 +3,10 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
-from transformer_course import bahdanau, model_cache, seq2seq, toy_experiments
 from transformer_course.data import make_batch
+from transformer_course.experiments import toy_experiments
+from transformer_course.models import bahdanau, seq2seq
+from transformer_course.training import model_cache
 
 
 def _mask(lengths, t):

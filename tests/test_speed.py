@@ -1,13 +1,19 @@
-"""The speed measurements (transformer_course.speed) that the benchmarks and the GPU run share: what they time and
+"""The speed measurements (transformer_course.measurement.speed) that the benchmarks and the GPU run share: what they time and
 report, checked on tiny models (the figures themselves come from the benchmarks and the GPU run, not from here)."""
 
 import pytest
 import torch
 
-from transformer_course.configs import CONFIGS
-from transformer_course.models import build_model
-from transformer_course.speed import length_batch, random_batches, sequential_steps, step_time_by_length, throughput
-from transformer_course.transformer_torch import to_torch
+from transformer_course.measurement.speed import (
+    length_batch,
+    random_batches,
+    sequential_steps,
+    step_time_by_length,
+    throughput,
+)
+from transformer_course.models.transformer_torch import to_torch
+from transformer_course.training.configs import CONFIGS
+from transformer_course.training.kinds import build_model
 
 
 def test_batches_have_the_lengths_asked_for():

@@ -8,11 +8,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from transformer_course import training
-from transformer_course.configs import CONFIGS
 from transformer_course.data import token_batches
 from transformer_course.data.digits import digit_vocab, make_digit_pairs
-from transformer_course.models import build_model
+from transformer_course.training import loop as training
+from transformer_course.training.configs import CONFIGS
+from transformer_course.training.kinds import build_model
 
 
 def test_label_smoothed_loss_matches_pytorch_over_real_tokens():
@@ -100,22 +100,35 @@ def test_a_checkpoint_resumes_exactly(tmp_path, name):
         assert torch.equal(a, b), name_a
 
 
-def test_a_time_budget_stops_training_and_evaluation_is_not_counted():
+def test_a_time_budget_stops_training_and_evaluation_is_not_counted(monkeypatch):
+    # A clock of our own: every reading moves it 25 ms, so a step costs 25 ms of training time however busy the
+    # machine is, and an evaluation moves it 300 ms more, which must not count.
+    class Clock:
+        now = 0.0
+
+        def perf_counter(self) -> float:
+            self.now += 0.025
+            return self.now
+
+        def time(self) -> float:
+            return 1e9 + self.now
+
+    clock = Clock()
+    monkeypatch.setattr(training, "time", clock)
     config, vocab_size, batches = _tiny_setup()
     model = build_model(config, vocab_size)
     calls = []
 
     def slow_eval(m):
-        import time
-
-        time.sleep(0.3)
+        clock.now += 0.3
         calls.append(m.training)
         return 1.0
 
     history = training.fit(
         model, batches, training.Settings(seconds=0.5, eval_every_seconds=0.2), evaluate=slow_eval, progress=False
     )
-    assert 0.5 <= history["seconds"] < 1.5 and len(calls) >= 2 and not any(calls)
+    assert history["step"] in (20, 21) and 0.5 <= history["seconds"] < 0.55  # 20 steps of 25 ms, evaluations apart
+    assert len(calls) >= 2 and not any(calls)
     assert [e[1] for e in history["eval"]] == sorted(e[1] for e in history["eval"])
 
 
@@ -149,7 +162,7 @@ def test_two_processes_under_torchrun_keep_identical_parameters(tmp_path):
         "--standalone",
         "--nproc_per_node=2",
         "-m",
-        "transformer_course.train",
+        "transformer_course.training.train",
         "--config",
         "transformer-tiny",
         "--data",
@@ -176,7 +189,7 @@ def test_two_processes_under_torchrun_keep_identical_parameters(tmp_path):
         [
             sys.executable,
             "-m",
-            "transformer_course.train",
+            "transformer_course.training.train",
             "--config",
             "transformer-tiny",
             "--data",
@@ -204,7 +217,7 @@ def test_two_processes_under_torchrun_keep_identical_parameters(tmp_path):
     # --save: the final weights, a plain state dict, loadable with weights_only and recorded by their digest
     import hashlib
 
-    from transformer_course.train import parameter_digest
+    from transformer_course.training.train import parameter_digest
 
     assert result["weights_sha256"] == hashlib.sha256((tmp_path / "w.pt").read_bytes()).hexdigest()
     model = build_model(CONFIGS["transformer-tiny"], 14)  # the digit vocabulary
@@ -213,7 +226,7 @@ def test_two_processes_under_torchrun_keep_identical_parameters(tmp_path):
 
 
 def test_set_overrides_keys_of_the_configuration_and_refuses_unknown_ones():
-    from transformer_course.train import _parser, configuration
+    from transformer_course.training.train import _parser, configuration
 
     args = _parser().parse_args(
         [
@@ -240,11 +253,98 @@ def test_set_overrides_keys_of_the_configuration_and_refuses_unknown_ones():
 
 
 def test_set_values_must_be_json(capsys):
-    from transformer_course.train import _parser
+    from transformer_course.training.train import _parser
 
     with pytest.raises(SystemExit):
         _parser().parse_args(["--config", "transformer-cpu", "--steps", "1", "--set", "dropout=zero"])
     assert "the value of dropout must be JSON" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "trainer, argv, valid_key",
+    [
+        ("train", ["--config", "transformer-cpu", "--steps", "1"], "d_model"),
+        ("lm_train", ["--config", "lm-rnn-cpu"], "d_hidden"),
+        ("mlm_train", [], "rate"),
+    ],
+)
+def test_every_trainer_takes_the_same_overrides_and_names_a_bad_key_with_the_valid_ones(trainer, argv, valid_key):
+    from transformer_course.training import lm_train, mlm_train
+    from transformer_course.training.train import _parser, configuration
+
+    def configured(extra: list[str]):
+        if trainer == "train":
+            return configuration(_parser().parse_args([*argv, *extra]))
+        module = lm_train if trainer == "lm_train" else mlm_train
+        return module.configuration(module._parse([*argv, *extra]))
+
+    config = configured(["--set", "peak_lr=0.001", "warmup=3"])  # values in JSON, on every command line
+    peak_lr, warmup = (config["peak_lr"], config["warmup"]) if trainer == "train" else (config.peak_lr, config.warmup)
+    assert (peak_lr, warmup) == (0.001, 3)
+    with pytest.raises(SystemExit, match=rf"--set colour: not a key of the .* configurations \(.*\b{valid_key}\b"):
+        configured(["--set", "colour=1"])
+    with pytest.raises(SystemExit, match="warmup of a .* configuration must be int, got 'x'"):
+        configured(["--set", 'warmup="x"'])
+
+
+class ToyTask:
+    """The smallest task: a line through noiseless points y = 3x - 1, a batch of 8 new points per step."""
+
+    def __init__(self, seed: int = 0):
+        self.generator = torch.Generator().manual_seed(seed)
+        self.modes: list[bool] = []  # the model's mode at each evaluation
+
+        @torch.no_grad()
+        def evaluate(model):
+            self.modes.append(model.training)
+            return {"error": (model(torch.ones(1, 1)) - 2).abs().item()}
+
+        self.evaluate = evaluate
+
+    def next_batch(self):
+        x = torch.randn(8, 1, generator=self.generator)  # (8, 1)
+        return (x, 3 * x - 1), 8
+
+    def loss(self, model, batch):
+        x, y = batch
+        return F.mse_loss(model(x), y)
+
+    def state(self):
+        return {"generator": self.generator.get_state()}
+
+    def load_state(self, state):
+        self.generator.set_state(state["generator"])
+
+
+def test_fit_trains_any_task_through_its_interface(tmp_path):
+    assert isinstance(ToyTask(), training.Task) and not isinstance([], training.Task)
+    settings = training.Settings(steps=150, peak_lr=0.05, warmup=10, eval_every_steps=50)
+    torch.manual_seed(0)
+    model, task = torch.nn.Linear(1, 1), ToyTask()
+    history = training.fit(model, task, settings, progress=False)
+    assert history["step"] == 150 and history["tokens"] == 150 * 8
+    assert [e[0] for e in history["eval"]] == [50, 100, 150] and task.modes == [False] * 3  # eval mode
+    assert history["loss"][-1] < 0.01 * history["loss"][0] and history["eval"][-1][2]["error"] < 0.1
+    # A checkpoint keeps the task's state with the model's: 60 steps, then 90 more, are the 150.
+    torch.manual_seed(0)
+    first = torch.nn.Linear(1, 1)
+    part = training.Settings(steps=60, peak_lr=0.05, warmup=10)
+    training.fit(first, ToyTask(), part, checkpoint=tmp_path / "toy.pt", progress=False)
+    resumed = torch.nn.Linear(1, 1)  # other weights: the checkpoint's replace them
+    again = training.fit(resumed, ToyTask(seed=9), settings, checkpoint=tmp_path / "toy.pt", progress=False)
+    assert again["trained_steps_this_call"] == 90 and again["loss"] == history["loss"]
+    assert torch.equal(resumed.weight, model.weight) and torch.equal(resumed.bias, model.bias)
+
+
+def test_a_list_of_batches_is_trained_as_the_translation_task():
+    config, vocab_size, batches = _tiny_setup()
+    settings = training.Settings(steps=8, warmup=5, seed=3)
+    as_list = training.fit(build_model(config, vocab_size), batches, settings, progress=False)
+    task = training.TranslationTask(batches, seed=3, smoothing=settings.smoothing, device=torch.device("cpu"))
+    as_task = training.fit(build_model(config, vocab_size), task, settings, progress=False)
+    assert as_list["loss"] == as_task["loss"] and as_list["tokens"] == as_task["tokens"] > 0
+    with pytest.raises(ValueError, match="cannot be shared among 3 processes"):
+        training.TranslationTask(batches[:2], world=3)
 
 
 def test_a_deadline_stops_training_evaluations_included_and_each_evaluation_is_reported():
@@ -277,7 +377,7 @@ def test_a_deadline_stops_training_evaluations_included_and_each_evaluation_is_r
 def test_the_trainer_writes_its_run_as_it_goes_and_returns_the_model(tmp_path):
     import time
 
-    from transformer_course.train import parameter_digest, train
+    from transformer_course.training.train import parameter_digest, train
 
     out = tmp_path / "run.json"
     seen = []
@@ -303,7 +403,7 @@ def test_the_trainer_writes_its_run_as_it_goes_and_returns_the_model(tmp_path):
 
 def test_the_trainer_checks_the_held_out_limit_and_the_tatoeba_file(tmp_path, capsys):
     from transformer_course.data.tatoeba import TatoebaUnavailable
-    from transformer_course.train import train
+    from transformer_course.training.train import train
 
     with pytest.raises(SystemExit):
         train(["--config", "transformer-tiny", "--steps", "1", "--limit-held-out", "0"])

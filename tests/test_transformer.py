@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from transformer_course.data.batching import shift_right
-from transformer_course.transformer import (
+from transformer_course.models.transformer import (
     DecoderLayer,
     EncoderLayer,
     PackedMultiHeadAttention,
@@ -19,7 +19,7 @@ from transformer_course.transformer import (
     Transformer,
     decoder_inputs,
 )
-from transformer_course.transformer_torch import (
+from transformer_course.models.transformer_torch import (
     TorchTransformer,
     copy_from_torch,
     copy_to_torch,

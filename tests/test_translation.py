@@ -1,10 +1,10 @@
 import pytest
 import torch
 
-from transformer_course.configs import CONFIGS
 from transformer_course.data import make_batch
-from transformer_course.models import build_model
-from transformer_course.translation import max_output_length
+from transformer_course.experiments.translation import max_output_length
+from transformer_course.training.configs import CONFIGS
+from transformer_course.training.kinds import build_model
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))

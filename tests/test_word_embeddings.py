@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from transformer_course.word_embeddings import cosine_to, group_share, nearest, rank_of, word_piece
+from transformer_course.evaluation.word_embeddings import cosine_to, group_share, nearest, rank_of, word_piece
 
 
 @pytest.fixture

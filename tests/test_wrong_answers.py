@@ -14,8 +14,9 @@ import torch
 
 from gradertools import wrong_rounds
 from transformer_course.grading import registry
-from transformer_course.grading.given import fallback_source, given_code
-from transformer_course.grading.submission import static_problem
+from transformer_course.grading.given import given_code
+from transformer_course.grading.host.fallback import fallback_source
+from transformer_course.grading.static_check import static_problem
 
 COMPARED_SEEDS = range(20)
 JUDGED_SEEDS = range(5)  # a judge measures (trains, searches): slower, and its cases vary less

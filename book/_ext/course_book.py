@@ -113,7 +113,7 @@ def register_author_year_style() -> None:
     from pybtex.style.labels import BaseLabelStyle
 
     sys.path.insert(0, str(HERE.parent.parent / "src"))  # a checkout without the package installed
-    from transformer_course.citations import author_year
+    from transformer_course.authoring.citations import author_year
 
     class AuthorYearLabels(BaseLabelStyle):
         def format_labels(self, sorted_entries):

@@ -1,6 +1,6 @@
 /* Chapter 9's attention explorer (loaded on every page by _config.yml; it acts only where a notebook output holds an
    explorer's data: <div class="attn-explorer"> with a <script type="application/json"> that
-   transformer_course/explorer.py wrote; explorer_live.py's outputs carry a copy of this file inline, for JupyterLab,
+   transformer_course/explorer/pages.py wrote; explorer_live.py's outputs carry a copy of this file inline, for JupyterLab,
    where the book's files are not loaded). The data is in the page because a page opened from a file may not fetch
    files. Data: per sentence, per kind of attention, maps[layer][head][query] = a row of weights in thousandths,
    without its trailing zeros. tests/test_browser_explorer.py reads the weights it shows back against the model. */

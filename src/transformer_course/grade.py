@@ -1,8 +1,8 @@
-"""``python -m transformer_course.grade SUBMISSION ...``: see transformer_course.grading.cli."""
+"""``python -m transformer_course.grade SUBMISSION ...``: see transformer_course.grading.host.cli."""
 
 import sys
 
-from .grading.cli import main
+from .grading.host.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,11 +1,13 @@
 """Where the course's files are: the repository root above ``src/``, which holds ``solutions/``, ``notebooks/``
-and ``pyproject.toml`` (the release tool, the grader's command line and the classroom builder read them)."""
+and ``pyproject.toml`` (the release tool, the grader's command line and the classroom builder read them), and the
+cache folder that keeps trained models and the learned tokenizer between runs."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-__all__ = ["course_root"]
+__all__ = ["cache_dir", "course_root"]
 
 
 def course_root() -> Path:
@@ -15,3 +17,8 @@ def course_root() -> Path:
         if (parent / "solutions").is_dir() and (parent / "pyproject.toml").is_file():
             return parent
     raise FileNotFoundError("cannot find the course folder (with solutions/ and pyproject.toml) above " + str(here))
+
+
+def cache_dir() -> Path:
+    """``$TRANSFORMER_COURSE_CACHE``, else ``~/.cache/transformer_course``."""
+    return Path(os.environ.get("TRANSFORMER_COURSE_CACHE", Path.home() / ".cache" / "transformer_course"))

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import torch
 
-from transformer_course.configs import CONFIGS
-from transformer_course.evaluation import translate
-from transformer_course.models import build_model, typed
-from transformer_course.translation import data_for
+from transformer_course.evaluation.translate import translate
+from transformer_course.experiments.translation import data_for
+from transformer_course.training.configs import CONFIGS
+from transformer_course.training.kinds import build_model, typed
 
 SENTENCES = ["I didn't know that you could speak French.", "The red car is in front of my house."]
 PLACES = ("own", "+1", "-1", "last", "first", "elsewhere")

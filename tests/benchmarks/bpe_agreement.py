@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from transformer_course.bpe import compare_with_library, tokens_per_word
+from transformer_course.data.bpe import compare_with_library, tokens_per_word
 from transformer_course.data.tatoeba import tatoeba_split
 
 

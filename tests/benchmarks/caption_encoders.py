@@ -27,8 +27,8 @@ from pathlib import Path
 import torch
 from copy_spread import processor  # the benchmark beside this one: the processor's name and instruction set
 
-from transformer_course import captioning
-from transformer_course.patch_captioner import PatchCaptioner
+from transformer_course.experiments import captioning
+from transformer_course.experiments.patch_captioner import PatchCaptioner
 
 ENCODERS = {
     "windows": lambda: captioning.Captioner(),

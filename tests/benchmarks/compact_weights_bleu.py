@@ -4,7 +4,7 @@ chapter 9's choice of length penalty survives it.
     .venv/bin/python tests/benchmarks/compact_weights_bleu.py transformer-ref \
         --out src/transformer_course/runs/compact-forms-transformer-ref.json
 
-For each form of transformer_course.compact_weights (float32, float16, int8 with a scale per row), applied to the
+For each form of transformer_course.training.compact_weights (float32, float16, int8 with a scale per row), applied to the
 weights as stored: the size of the file; the greedy BLEU of the rounded weights on the course's 2,000 validation and
 5,967 test sentences; how many of the 40 stored sample translations (NAME-sample.json) change; and chapter 9's
 length-penalty sweep as its notebook runs it (beam K = 4 on its seeded sample of 500 validation sentences, alpha 0,
@@ -25,10 +25,10 @@ from pathlib import Path
 import torch
 from copy_spread import processor  # the benchmark beside this one: the processor's name and instruction set
 
-from transformer_course.compact_weights import FORMS, compact, load_state, rounded_copy
-from transformer_course.metrics import corpus_bleu
+from transformer_course.evaluation.metrics import corpus_bleu
+from transformer_course.experiments.translation import beam_translations, evaluate_bleu
 from transformer_course.reference import HERE, NAMES, load_reference, sample_translations
-from transformer_course.translation import beam_translations, evaluate_bleu
+from transformer_course.training.compact_weights import FORMS, compact, load_state, rounded_copy
 
 ALPHAS = (0.0, 0.6, 1.0, 2.0)  # chapter 9's (solutions/09_evaluation.ipynb, "The length penalty, measured")
 BEAM = 4

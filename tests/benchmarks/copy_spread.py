@@ -25,7 +25,7 @@ from pathlib import Path
 ONE_RUN = """
 import json, sys, torch
 torch.set_num_threads(int(sys.argv[1]))
-from transformer_course.toy_experiments import copy_experiment
+from transformer_course.experiments.toy_experiments import copy_experiment
 runs = {}
 for attention in (False, True):
     r = copy_experiment(attention=attention)

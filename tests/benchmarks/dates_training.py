@@ -14,12 +14,12 @@ import time
 
 import torch
 
-from transformer_course.configs import DATE_EXPERIMENT
 from transformer_course.data import date_splits
 from transformer_course.data.dates import date_vocabs
-from transformer_course.evaluation import count_parameters, translate
-from transformer_course.metrics import exact_match
-from transformer_course.toy_experiments import _build, pair_batches, sequence_loss
+from transformer_course.evaluation.metrics import exact_match
+from transformer_course.evaluation.translate import count_parameters, translate
+from transformer_course.experiments.toy_experiments import _build, pair_batches, sequence_loss
+from transformer_course.training.configs import DATE_EXPERIMENT
 
 
 def run(attention: bool, steps: int) -> None:

@@ -19,9 +19,9 @@ import time
 
 import torch
 
-from transformer_course.configs import CONFIGS
-from transformer_course.decoding import beam_search, greedy_decode
-from transformer_course.models import build_model
+from transformer_course.decoding.search import beam_search, greedy_decode
+from transformer_course.training.configs import CONFIGS
+from transformer_course.training.kinds import build_model
 
 
 def _timed(fn) -> float:

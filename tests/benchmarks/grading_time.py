@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from transformer_course.grading.grader import grade_notebook
+from transformer_course.grading.host.grader import grade_notebook
 from transformer_course.repository import course_root
 
 root = course_root()

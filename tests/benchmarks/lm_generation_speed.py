@@ -18,8 +18,8 @@ import time
 
 import torch
 
-from transformer_course.language_model import TransformerLM
-from transformer_course.sampling import generate
+from transformer_course.decoding.sampling import generate
+from transformer_course.models.language_model import TransformerLM
 
 
 def main() -> None:

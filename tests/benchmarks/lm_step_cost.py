@@ -40,9 +40,9 @@ def _cpu_seconds_per_step(config: str, steps: int) -> float:
 
     import torch
 
-    from transformer_course.language_model import next_token_loss
-    from transformer_course.lm_data import language_model_data, lm_batches
-    from transformer_course.lm_train import LM_CONFIGS, build_lm
+    from transformer_course.data.lm_data import language_model_data, lm_batches
+    from transformer_course.models.language_model import next_token_loss
+    from transformer_course.training.lm_train import LM_CONFIGS, build_lm
 
     torch.set_num_threads(1)
     torch.manual_seed(0)
@@ -71,10 +71,10 @@ def main() -> None:
     p.add_argument("--pair", choices=("tlm", "lm"), default="tlm")
     args = p.parse_args()
     common = ["--steps", str(args.steps), "--threads", "1", "--no-test"]
-    lm = ["transformer_course.lm_train", *common, "--eval-every-steps", str(10 * args.steps), "--config"]
+    lm = ["transformer_course.training.lm_train", *common, "--eval-every-steps", str(10 * args.steps), "--config"]
     trainers = {
         "decoder_only": [*lm, "tlm-transformer-cpu"],
-        "encoder_decoder": ["transformer_course.train", "--config", "transformer-cpu", *common,
+        "encoder_decoder": ["transformer_course.training.train", "--config", "transformer-cpu", *common,
                             "--eval-every-steps", "0", "--no-progress"],
     } if args.pair == "tlm" else {
         name: [*lm, name] for name in ("lm-rnn-cpu", "lm-transformer-cpu", "lm-transformer-2layer-cpu")

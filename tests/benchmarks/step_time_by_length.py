@@ -10,7 +10,7 @@ how it is laid out. The GRU must take 2 L steps one after another (L through the
 each a product of a (tokens / L, H) matrix; the Transformer takes as many steps as it has layers, each over all
 the tokens at once, plus attention, whose cost per token grows with L. A step is forward, loss and backward (no
 optimiser update: it is the same for every length). The models alternate length by length, ``--rounds`` times,
-and the median is kept (transformer_course.speed.step_time_by_length, which the GPU run calls too). The models
+and the median is kept (transformer_course.measurement.speed.step_time_by_length, which the GPU run calls too). The models
 are the chapters' CPU configurations (bahdanau-cpu, transformer-cpu) with random weights: the cost does not
 depend on what they learned.
 """
@@ -27,10 +27,10 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # read by libgomp when torc
 
 import torch
 
-from transformer_course.configs import CONFIGS
-from transformer_course.models import build_model
-from transformer_course.speed import step_time_by_length
-from transformer_course.translation import VOCAB_SIZE
+from transformer_course.experiments.translation import VOCAB_SIZE
+from transformer_course.measurement.speed import step_time_by_length
+from transformer_course.training.configs import CONFIGS
+from transformer_course.training.kinds import build_model
 
 MODELS = {"GRU with attention": "bahdanau-cpu", "Transformer": "transformer-cpu"}
 

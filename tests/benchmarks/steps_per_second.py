@@ -16,10 +16,10 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import torch
 
-from transformer_course.configs import CONFIGS
-from transformer_course.models import build_model
-from transformer_course.training import Settings, fit
-from transformer_course.translation import VOCAB_SIZE, load_data
+from transformer_course.experiments.translation import VOCAB_SIZE, load_data
+from transformer_course.training.configs import CONFIGS
+from transformer_course.training.kinds import build_model
+from transformer_course.training.loop import Settings, fit
 
 
 def timed_steps(cfg: dict, steps: int, warmup: tuple[int, int], first_batch: int = 0) -> tuple[dict, float, float]:

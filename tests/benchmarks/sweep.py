@@ -45,7 +45,7 @@ COST_KEYS = (
 
 
 def _config(trial: dict) -> dict:
-    from transformer_course.configs import CONFIGS
+    from transformer_course.training.configs import CONFIGS
 
     return {**CONFIGS[trial["base"]], **trial["set"]}
 
@@ -91,7 +91,7 @@ def command(spec: dict, name: str, steps: int, outdir: Path) -> list[str]:
     return [
         "python",
         "-m",
-        "transformer_course.train",
+        "transformer_course.training.train",
         "--config",
         trial["base"],
         "--steps",

@@ -22,10 +22,10 @@ WORKER = r"""
 import json, os, sys
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import torch
-from transformer_course.configs import CONFIGS
-from transformer_course.models import build_model
-from transformer_course.translation import load_data
-from transformer_course.training import Settings, fit
+from transformer_course.training.configs import CONFIGS
+from transformer_course.training.kinds import build_model
+from transformer_course.experiments.translation import load_data
+from transformer_course.training.loop import Settings, fit
 name, max_tokens, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 torch.set_num_threads(threads)
 cfg = CONFIGS[name]

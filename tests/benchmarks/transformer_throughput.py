@@ -7,7 +7,7 @@ Both models get the same weights (copied with transformer_torch.to_torch), the s
 encoding and output layer, the same batches, the same loss (F.cross_entropy with label_smoothing=0.1 over
 the real target tokens) and the same optimiser (Adam). A step is forward + backward + Adam step; only steps
 after a warm-up are timed. The two models alternate, round after round, so that a change in the machine's load
-hits both alike (transformer_course.speed.throughput, which the GPU run calls too). Prints target tokens per
+hits both alike (transformer_course.measurement.speed.throughput, which the GPU run calls too). Prints target tokens per
 second (real tokens, padding excluded) of each model in each round, and the ratio ours / torch of the totals;
 also per CPU-second of this process (time.process_time), which a busy machine distorts less than the wall clock.
 """
@@ -24,9 +24,9 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import torch
 
-from transformer_course.speed import random_batches, throughput
-from transformer_course.transformer import Transformer
-from transformer_course.transformer_torch import to_torch
+from transformer_course.measurement.speed import random_batches, throughput
+from transformer_course.models.transformer import Transformer
+from transformer_course.models.transformer_torch import to_torch
 
 
 def main() -> None:

@@ -109,7 +109,7 @@ WRONG_ROUNDS = [
 
 # Shortcuts that must earn nothing: the reference package, PyTorch's built-in, and a forged probe result.
 HOSTILE = {
-    "5.1": "from transformer_course.attention import attention_scores\n",
+    "5.1": "from transformer_course.models.attention import attention_scores\n",
     "5.2": (
         "def decoder_mask(lengths, t):\n"
         "    from IPython.display import publish_display_data\n"

@@ -120,7 +120,8 @@ def _runs_read(code: str, markdown: str, runs: dict[str, Path]) -> list[str]:
 
 
 def _configurations() -> list[float]:
-    from .. import configs, lm_train, mlm_train, models
+    from ..training import configs, lm_train, mlm_train
+    from ..training import kinds as models
 
     out: list[float] = [float(models.DEFAULT_VOCAB)]
     for table in (configs.CONFIGS, configs.COPY_EXPERIMENT, configs.DATE_EXPERIMENT, lm_train.LM_CONFIGS):

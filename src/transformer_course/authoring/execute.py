@@ -17,6 +17,8 @@ import os
 import sys
 from pathlib import Path
 
+from ..training.budget import ENV
+
 
 def _run(nb, folder: Path, timeout: int) -> None:
     """Execute ``nb`` in place in a fresh kernel whose working folder is ``folder``."""
@@ -70,16 +72,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("notebooks", nargs="*", type=Path)
     parser.add_argument("--cells", nargs="+", default=[], help="re-execute only these cells (ids) of one notebook")
     parser.add_argument("--after", nargs="+", default=[], help="with --cells: run these cells (ids) first")
+    parser.add_argument(
+        "--timeout", type=int, default=600, help="seconds a cell may run (a cell that trains on an empty cache: more)"
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("TQDM_DISABLE", "1")
+    os.environ.setdefault(ENV, "1")  # stored outputs come from runs budgeted in steps, never in minutes
     if args.cells:
         if len(args.notebooks) != 1:
             parser.error("--cells names cells of one notebook: give exactly one")
-        execute_cells(args.notebooks[0], args.cells, args.after)
+        execute_cells(args.notebooks[0], args.cells, args.after, args.timeout)
         return 0
     for path in args.notebooks:
         print(f"executing {path}", flush=True)
-        execute_in_place(path)
+        execute_in_place(path, args.timeout)
     return 0
 
 

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import nbformat
 
-from .. import citations
 from ..grading import registry
 from ..grading.cells import HEADER, blank_solution, exercise_id
 from ..repository import course_root
+from . import citations
 
 BANNER_TAG = "student-banner"
 BANNER = """\

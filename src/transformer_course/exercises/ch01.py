@@ -6,9 +6,9 @@ import math
 
 import torch
 
-from .. import rnn as ref
 from ..grading import registry
 from ..grading.registry import Case, Exercise, Mistake, randn, register
+from ..models import rnn as ref
 
 NOTEBOOK = "01_rnn.ipynb"
 

@@ -8,10 +8,10 @@ import math
 
 import torch
 
-from .. import gru as gru_ref
-from .. import lstm as ref
 from ..grading import registry
 from ..grading.registry import Case, Exercise, Mistake, randn, register
+from ..models import gru as gru_ref
+from ..models import lstm as ref
 
 NOTEBOOK = "02_lstm.ipynb"
 

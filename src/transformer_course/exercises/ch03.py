@@ -13,10 +13,10 @@ import math
 
 import torch
 
-from .. import bleu as bleu_ref
-from .. import seq2seq as ref
+from ..evaluation import bleu as bleu_ref
 from ..grading import registry
 from ..grading.registry import Case, Exercise, Mistake, randn, register
+from ..models import seq2seq as ref
 
 NOTEBOOK = "03_encoder_decoder.ipynb"
 BOS = 1

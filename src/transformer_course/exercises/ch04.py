@@ -7,8 +7,8 @@ import math
 
 import torch
 
-from .. import bahdanau as ref
 from ..grading.registry import Case, Exercise, Mistake, describe, randn, register
+from ..models import bahdanau as ref
 
 NOTEBOOK = "04_bahdanau_attention.ipynb"
 

@@ -7,9 +7,9 @@ import math
 
 import torch
 
-from .. import attention as ref
 from ..grading import registry
 from ..grading.registry import Case, Exercise, Mistake, randn, register
+from ..models import attention as ref
 
 NOTEBOOK = "05_self_attention.ipynb"
 

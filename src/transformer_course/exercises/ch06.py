@@ -7,10 +7,10 @@ import math
 
 import torch
 
-from .. import attention as attn
-from .. import multihead as ref
 from ..grading import registry
 from ..grading.registry import Case, Exercise, Mistake, count, randn, register, size
+from ..models import attention as attn
+from ..models import multihead as ref
 
 NOTEBOOK = "06_multihead_attention.ipynb"
 

@@ -7,10 +7,10 @@ import math
 
 import torch
 
-from .. import attention as attn
-from .. import positional as ref
 from ..grading import registry
 from ..grading.registry import Case, Exercise, Mistake, randn, register
+from ..models import attention as attn
+from ..models import positional as ref
 
 NOTEBOOK = "07_positional_encoding.ipynb"
 

@@ -9,9 +9,9 @@ import math
 
 import torch
 
-from .. import transformer as ref
 from ..grading.registry import Case, Exercise, Mistake, describe, randn, register
-from ..training import label_smoothed_loss, noam_lr
+from ..models import transformer as ref
+from ..training.loop import label_smoothed_loss, noam_lr
 
 NOTEBOOK = "08_transformer.ipynb"
 PAD, BOS, EOS = 0, 1, 2

@@ -12,7 +12,7 @@ import math
 
 import torch
 
-from .. import decoding as ref
+from ..decoding import search as ref
 from ..grading import registry
 from ..grading.registry import Case, Exercise, Mistake, count, randn, register, size
 

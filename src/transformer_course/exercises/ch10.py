@@ -16,8 +16,8 @@ import math
 import numpy as np
 import torch
 
-from .. import bpe_step
-from .. import sampling as ref_sampling
+from ..data import bpe_step
+from ..decoding import sampling as ref_sampling
 from ..grading import registry
 from ..grading.registry import Case, Exercise, Mistake, randn, register, size
 

@@ -33,7 +33,7 @@ FILES = {
     "throughput": "gpu-throughput.json",  # ours against nn.Transformer, bf16
     "step_time": "step-time-by-length-gpu.json",  # the format of runs/step-time-by-length-cpu.json
     "transformer": "transformer-gpu.json",  # the trainer's run format, plus beam search and the stored weights
-    "weights": "transformer-gpu.pt",  # compact weights (transformer_course.compact_weights)
+    "weights": "transformer-gpu.pt",  # compact weights (transformer_course.training.compact_weights)
     "gru": "bahdanau-gpu.json",  # the trainer's run format
 }
 MAX_FILE_BYTES = 16 * 2**20

@@ -48,7 +48,7 @@ def _compressed_tatoeba(preset: int = 6) -> Path:
     """spa.tsv compressed with xz, made once per model cache and preset (preset 6: 3.4 MB, 10 s to compress; 0: 4.6
     MB, under a second, what the tests use; reading it back takes 0.3 s either way)."""
     from ..data.tatoeba import SPA_TSV_SHA256, check_file, spa_tsv_path
-    from ..model_cache import cache_dir
+    from ..training.model_cache import cache_dir
 
     target = cache_dir() / f"spa-{SPA_TSV_SHA256[:12]}-xz{preset}.tsv.xz"
     if target.is_file():
@@ -83,10 +83,10 @@ def pack(out: Path, preset: int = 6) -> dict:
     import tokenizers
     import torch
 
-    from ..configs import CONFIGS
     from ..data.tatoeba import SPA_TSV_SHA256
-    from ..models import typed
-    from ..translation import VOCAB_SIZE, data_for, tokenizer_file
+    from ..data.translation import VOCAB_SIZE, data_for, tokenizer_file
+    from ..training.configs import CONFIGS
+    from ..training.kinds import typed
 
     vocab = {typed(CONFIGS[name]).vocab for name in ("transformer-gpu", "bahdanau-gpu")}
     if vocab != {VOCAB_SIZE}:
@@ -117,7 +117,7 @@ def open_pack(folder: Path, cache: Path) -> dict:
     ``$TRANSFORMER_COURSE_TATOEBA``, the tokenizer through a model cache at ``cache`` (``$TRANSFORMER_COURSE_CACHE``).
     Returns the manifest. Call ``check_encoding`` once the data is loaded."""
     from ..data.tatoeba import ENVIRONMENT_VARIABLE, SPA_TSV_SHA256
-    from ..translation import tokenizer_file
+    from ..data.translation import tokenizer_file
 
     folder = Path(folder)
     remake = "make it again here with `make gpu-pack` and send the folder along (the run's `carry`)"

@@ -10,8 +10,8 @@ from collections.abc import Callable
 
 import torch
 
-from ..compact_weights import compact, rounded_copy, save_compact
-from ..configs import CONFIGS
+from ..training.compact_weights import compact, rounded_copy, save_compact
+from ..training.configs import CONFIGS
 from . import FILES
 from .machine import describe
 from .run import GRU, TRANSFORMER, Run
@@ -31,11 +31,11 @@ def _free(run: Run) -> None:
 
 def throughput(run: Run) -> None:
     """bf16 training throughput of the course's Transformer and nn.Transformer, same size, same weights, alternating."""
-    from ..models import build_model
-    from ..speed import random_batches
-    from ..speed import throughput as measure
-    from ..transformer_torch import to_torch
-    from ..translation import VOCAB_SIZE
+    from ..data.translation import VOCAB_SIZE
+    from ..measurement.speed import random_batches
+    from ..measurement.speed import throughput as measure
+    from ..models.transformer_torch import to_torch
+    from ..training.kinds import build_model
 
     b = run.budgets.throughput
     ours = build_model(CONFIGS[TRANSFORMER], VOCAB_SIZE, seed=run.seed).to(run.device)
@@ -93,9 +93,9 @@ def step_time(run: Run) -> str | None:
 
 
 def _step_time(run: Run, bf16: bool) -> None:
-    from ..models import build_model
-    from ..speed import step_time_by_length
-    from ..translation import VOCAB_SIZE
+    from ..data.translation import VOCAB_SIZE
+    from ..measurement.speed import step_time_by_length
+    from ..training.kinds import build_model
 
     b = run.budgets.step_time
     models = {
@@ -141,7 +141,7 @@ def plan(run: Run) -> str:
 
 
 def _train(run: Run, name: str, after_eval=None, fp32: bool = False):
-    from ..train import train
+    from ..training.train import train
 
     budget = ["--minutes", str(run.results["minutes"])] if run.device.type == "cuda" else []
     budget += ["--fp32"] if fp32 else []
@@ -179,8 +179,8 @@ def train_gru(run: Run) -> str | None:
 
 def finish_transformer(run: Run) -> str:
     """The stored weights' form, chosen on validation, their test score, and beam search on the test set."""
-    from ..metrics import corpus_bleu
-    from ..translation import beam_translations, evaluate_bleu
+    from ..evaluation.metrics import corpus_bleu
+    from ..evaluation.translate import beam_translations, evaluate_bleu
 
     trained = run.results["transformer"]
     model, data, result = trained.model, trained.data, dict(trained.result)

@@ -80,7 +80,7 @@ class Run:
     def __init__(
         self, pack: Path, out: Path, minutes: float, device: str | None, dry_run: bool, seed: int, command: str
     ) -> None:
-        from ..training import pick_device
+        from ..training.loop import pick_device
 
         self.started = time.time()
         self.deadline = self.started + 60 * minutes
@@ -146,9 +146,9 @@ class Run:
     # shared by the phases ------------------------------------------------------------------------------------------
 
     def open_data(self) -> None:
-        from ..configs import CONFIGS
-        from ..models import typed
-        from ..translation import data_for
+        from ..data.translation import data_for
+        from ..training.configs import CONFIGS
+        from ..training.kinds import typed
 
         cache = Path(tempfile.mkdtemp(prefix="course-cache-"))  # the packed tokenizer, and nothing trained before
         manifest = open_pack(self.pack, cache)

@@ -1,6 +1,6 @@
 """What a graded cell may reach, decided on its syntax tree before it runs: a closed world.
 
-Why: the watch that records forbidden PyTorch built-ins (``worker.py``) runs in the process that runs the
+Why: the watch that records forbidden PyTorch built-ins (``inside/worker.py``) runs in the process that runs the
 student's code, as do the answer channel and the course's code. Whatever Python lets a program reach, a cell
 could patch, so the grader decides before anything runs that a cell cannot reach them. A cell is refused,
 with a message that names what it used, when it
@@ -19,6 +19,9 @@ with a message that names what it used, when it
 
 No exercise needs any of it: tests/test_grader_closed_world.py runs every solution, student starter and wrong
 answer of the course through these rules and finds nothing to refuse.
+
+These rules guard the sandbox but never run in it: the grader applies them before it sends a cell
+(``static_check``), and the self-check applies the same ones in the student's kernel. Shared, so at the top level.
 """
 
 from __future__ import annotations

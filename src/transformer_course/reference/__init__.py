@@ -3,13 +3,13 @@ CPU cores by the command-line trainer, stored here with their weights, and studi
 GPU has run ``python -m transformer_course.gpu``, the Transformer it trained (``transformer-gpu``).
 
 For each name (``transformer-ref``, ``bahdanau-ref``, ``transformer-gpu``: configurations of
-``transformer_course.configs``) this folder holds three files:
+``transformer_course.training.configs``) this folder holds three files:
 
 ``NAME.json``         the trainer's run: its command, configuration, machine, validation BLEU every 5 minutes (every
                       30 seconds on the GPU), the test BLEU decoded once at the end, and for weights stored in
                       a compact form, that form's own scores (``stored_weights``);
 ``NAME.pt``           the final weights, a state dict of tensors (``torch.load(..., weights_only=True)``) as trained
-                      (transformer-ref), or the compact form of ``transformer_course.compact_weights``: float16 for
+                      (transformer-ref), or the compact form of ``transformer_course.training.compact_weights``: float16 for
                       bahdanau-ref (``compact`` below), int8 or float16 for the GPU's model;
 ``NAME-sample.json``  the greedy translations of a fixed sample of the test set (every 150th sentence), decoded
                       from the stored weights: the test suite decodes them again and must find them to the token.
@@ -32,7 +32,7 @@ import torch
 from torch import nn
 
 if TYPE_CHECKING:  # for the annotations only: the functions below import translation when they need it
-    from ..translation import TranslationData
+    from ..data.translation import TranslationData
 
 __all__ = [
     "KNOWN",
@@ -72,9 +72,9 @@ def load_reference(name: str, data=None, folder: Path | None = None) -> tuple[nn
 
     The weights are checked against the digest that the trainer recorded, so a damaged or swapped file is refused
     here rather than translating badly."""
-    from ..compact_weights import load_state
-    from ..models import build_model, typed
-    from ..translation import data_for
+    from ..data.translation import data_for
+    from ..training.compact_weights import load_state
+    from ..training.kinds import build_model, typed
 
     run = reference_run(name, folder)
     path = _path(name, ".pt", folder)
@@ -98,7 +98,7 @@ def sample_sources(data) -> list[str]:
 
 def sample_translations(model: nn.Module, data) -> list[str]:
     """Greedy translations of the sample's sentences, decoded as one batch."""
-    from ..translation import greedy_translations
+    from ..evaluation.translate import greedy_translations
 
     with torch.no_grad():
         return greedy_translations(model, data, data.test_ids[::SAMPLE_EVERY])

@@ -17,8 +17,8 @@ def _compact(name: str, form: str) -> int:
 
     The run keeps the trained weights' scores (``score``, ``test_score``); ``stored_weights`` adds the stored form's,
     greedy on the validation and the test set, decoded here, as the GPU run records its own (``gpu.phases``)."""
-    from ..compact_weights import is_compact, rounded_copy, save_compact
-    from ..translation import evaluate_bleu
+    from ..evaluation.translate import evaluate_bleu
+    from ..training.compact_weights import is_compact, rounded_copy, save_compact
 
     path = _path(name, ".pt")
     if is_compact(torch.load(path, map_location="cpu", weights_only=True)):
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         _path(args.name, "-sample.json").write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
         print(f"wrote {_path(args.name, '-sample.json')}")
         return 0
-    from ..translation import evaluate_bleu
+    from ..evaluation.translate import evaluate_bleu
 
     start = time.perf_counter()
     with torch.no_grad():

@@ -1,2 +1,0 @@
-"""The Gradescope kit's own files: setup.sh and run_autograder (templates that ``grading.gradescope`` fills in),
-and the module that grades a submission on Gradescope (``autograde``)."""
