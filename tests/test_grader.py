@@ -427,3 +427,23 @@ def test_the_worker_starts_without_torch_dynamo_and_its_watch_still_sees_forbidd
     # softmax at the Python level and as the operator aten._softmax; each name once, however often it is called
     expected = ["scaled_dot_product_attention", "softmax", "torch.ops.aten._softmax"]
     assert sorted(ast.literal_eval(seen)) == expected, seen
+
+
+def test_an_input_changed_in_place_is_named_by_the_grader_and_the_self_check(course_root, tmp_path):
+    # Issue 57: `logits /= temperature` returns the right values and divides the caller's logits. The self-check used
+    # to run the reference on the divided logits ("differs from the reference by up to ..."), the grader passed it.
+    from transformer_course.grading.kernel.attempt import evaluate
+    from wrong_answers.ch10 import WRONG_ROUNDS as CH10
+
+    code = CH10[-1]["10.3"]
+    assert "logits /= temperature" in code
+    message = registry.changed_message(["logits"])
+    solution = course_root / "solutions" / notebook_name(10)
+    report = grade_notebook(with_cells(solution, tmp_path, "in_place.ipynb", {"10.3": code}), course_root)
+    graded = next(t for t in report.tests if t.name.startswith("Exercise 10.3"))
+    assert graded.score == 0 and message in graded.output, graded.output
+    namespace: dict = {}
+    exec("import math\nimport torch\n" + code, namespace)
+    status, passed, total, text = evaluate(registry.get("10.3"), namespace["filter_logits"])
+    assert status == "failed" and text is not None and message in text, text
+    assert "differs from the reference" not in text  # what it once said: the reference run on the divided logits

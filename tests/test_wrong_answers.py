@@ -46,7 +46,8 @@ def _answer(course_root, chapter: int, ex: registry.Exercise, code: str):
 def _caught(ex, answer, cases) -> bool:
     for case in cases:
         try:
-            if registry.verdict(ex, case, registry.run_case(ex, answer, case)) is not None:
+            actual, changed = registry.attempt(ex, answer, case)  # as the self-check and the grader run it
+            if changed or registry.verdict(ex, case, actual) is not None:
                 return True
         except Exception:  # noqa: BLE001 - an error is a failed case, for the grader too
             return True

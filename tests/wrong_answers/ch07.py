@@ -77,5 +77,7 @@ WRONG_ROUNDS = [
         # ids from 0 to n - 1, whatever the vocabulary: beyond V - 1 when the sentence is longer than it
         "7.4": "def indistinguishable_sentences(embedding, w_q, w_k, w_v, n):\n    a = torch.arange(n)\n"
         "    return a, a.roll(1)\n",
+        # right values, but the caller's embeddings changed in place (issue 57): told so, by both checks
+        "7.3": _layer("x += self.pe[offset : offset + T]\n        return self.dropout(x)"),
     },
 ]

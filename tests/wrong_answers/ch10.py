@@ -233,4 +233,19 @@ WRONG_ROUNDS = [
         # the prediction of <eos> left out of the validation sentences' NLL
         "10.6": _temp(target=_NO_EOS),
     },
+    {
+        # right values, but the caller's logits divided in place (issue 57): told so, by the self-check and the grader
+        "10.3": _FILTER
+        + "    logits /= temperature\n"
+        + _TOP_K
+        + "    probs = torch.softmax(logits, dim=-1)\n"
+        + "    if top_p is not None and top_p < 1:\n"
+        + _SORTED.replace("    ", "        ", 2).replace("\n    before", "\n        before")
+        + (
+            "        last = (before < top_p - 1e-9).sum(dim=-1, keepdim=True) - 1\n"
+            "        probs = probs.masked_fill(probs < sorted_probs.gather(-1, last), 0.0)\n"
+            "        probs = probs / probs.sum(dim=-1, keepdim=True)\n"
+            "    return probs\n"
+        ),
+    },
 ]

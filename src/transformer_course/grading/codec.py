@@ -142,3 +142,48 @@ def decode(obj: Any, _depth: int = 0) -> Any:
     if "__dict__" in obj and isinstance(obj["__dict__"], dict):
         return {str(k): decode(v, _depth + 1) for k, v in obj["__dict__"].items()}
     raise CodecError(f"malformed value: {obj!r:.60}")
+
+
+# --- inputs edited in place ----------------------------------------------------------------------------------------
+# A function that edits its input (``logits /= T``, ``x += pe[:T]``) returns the right values and changes the caller's
+# tensor. Both sides look for it the same way: a snapshot of the inputs before the call, compared after it.
+
+
+def snapshot(value: Any, _depth: int = 0) -> Any:
+    """A copy of an input to compare with after the call: tensors cloned, lists, tuples and dicts walked; anything
+    else (a number, a string, a module) is kept as it is and not compared."""
+    if _depth > MAX_DEPTH:
+        return None
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if type(value) in (list, tuple):
+        return type(value)(snapshot(v, _depth + 1) for v in value)
+    if type(value) is dict:
+        return {k: snapshot(v, _depth + 1) for k, v in value.items()}
+    return value
+
+
+def changed(before: Any, after: Any) -> bool:
+    """Whether ``after``, an input after the call, differs from its ``snapshot`` ``before``: a tensor with other
+    values (NaN where NaN was counts as the same), shape or dtype, or a list or dict with other items."""
+    if isinstance(before, torch.Tensor):
+        if not isinstance(after, torch.Tensor) or after.shape != before.shape or after.dtype != before.dtype:
+            return True
+        now = after.detach()
+        same = now == before
+        if before.is_floating_point() or before.is_complex():
+            same |= now.isnan() & before.isnan()
+        return not bool(same.all())
+    if type(before) in (list, tuple):
+        return len(after) != len(before) or any(changed(b, a) for b, a in zip(before, after))
+    if type(before) is dict:
+        return after.keys() != before.keys() or any(changed(before[k], after[k]) for k in before)
+    return False
+
+
+def changed_inputs(before: tuple[tuple, dict], args: tuple, kwargs: dict) -> list[int | str]:
+    """The positions of the arguments and the names of the keyword arguments that the call changed, given
+    ``before = snapshot((args, kwargs))`` taken before it."""
+    old_args, old_kwargs = before
+    found: list[int | str] = [i for i, (b, a) in enumerate(zip(old_args, args)) if changed(b, a)]
+    return found + [k for k in old_kwargs if k in kwargs and changed(old_kwargs[k], kwargs[k])]

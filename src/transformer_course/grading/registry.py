@@ -9,13 +9,17 @@ exercises here; this module, like the rest of ``grading``, is the machinery and 
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
-import math
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+
+from .codec import changed_inputs, snapshot
+from .comparison import compare, describe  # noqa: F401 - describe re-exported: the exercises read it here
 
 PUBLIC_SEED = 0  # self-check inputs, visible to the student
 HIDDEN_SEED = 20_171_206  # grader inputs; different values, same kinds of case
@@ -178,6 +182,44 @@ def run_case(exercise: Exercise, obj: Any, case: Case) -> Any:
         return obj(*case.args, **case.kwargs)
 
 
+def attempt(ex: Exercise, obj: Any, case: Case) -> tuple[Any, list[str]]:
+    """Call obj on a copy of the case's inputs: (what it returns, the inputs it changed in place, by name).
+
+    The case itself stays as it was, so that the reference, run on it afterwards, sees the inputs the student's code
+    saw. An experiment (judged) may change what it is given, a model it trains: only implementations are watched."""
+    own = dataclasses.replace(case, args=snapshot(case.args), kwargs=snapshot(case.kwargs))
+    before = snapshot((own.args, own.kwargs))
+    actual = run_case(ex, obj, own)
+    return actual, ([] if ex.judge else input_names(ex, changed_inputs(before, own.args, own.kwargs)))
+
+
+def input_names(ex: Exercise, found: list[Any]) -> list[str]:
+    """The reference's names for the inputs at these places (a position or a keyword): what the task calls them."""
+    target = ex.reference.forward if ex.kind == "module" else ex.reference
+    try:
+        names = [n for n in inspect.signature(target).parameters if n != "self"]
+    except (TypeError, ValueError):  # a builtin without a signature: numbered instead
+        names = []
+    shown = []
+    for f in found:  # from the worker's reply too, so checked: positions in range, keywords as short strings
+        if isinstance(f, int) and not isinstance(f, bool) and 0 <= f < 64:
+            shown.append(names[f] if f < len(names) else f"argument {f + 1}")
+        elif isinstance(f, str):
+            shown.append(f[:40])
+    return shown
+
+
+def changed_message(names: list[str]) -> str:
+    """One sentence for an answer that changed its inputs in place: the self-check's and the grader's words."""
+    shown = " and ".join(f"`{n}`" for n in names[:3])
+    its = "its input" if len(names) == 1 else "its inputs"
+    return (
+        f"your code changed {its} {shown} in place (an in-place operation such as `x /= t`, `x += y` or "
+        "`x[i] = v` on a tensor it was given): the caller's tensor must stay as it was, so compute a new one "
+        "(`x = x / t`)"
+    )
+
+
 def verdict(ex: Exercise, case: Case, actual: Any) -> str | None:
     """None when the answer to one case is right, else one sentence that says what is wrong with it."""
     if ex.judge is None:
@@ -196,101 +238,4 @@ def matching_mistake(ex: Exercise, case: Case, actual: Any) -> str | None:
                 return mistake.hint
         except Exception:  # noqa: BLE001
             continue
-    return None
-
-
-def describe(value: Any) -> str:
-    if isinstance(value, torch.Tensor):
-        return f"a {str(value.dtype).replace('torch.', '')} tensor of shape {tuple(value.shape)}"
-    if isinstance(value, tuple):
-        return f"a tuple of {len(value)} ({', '.join(describe(v) for v in value)})"
-    return f"a {type(value).__name__}"
-
-
-def _plain_data(value: Any) -> bool:
-    """Integers, strings and tuples of them (token ids, hypotheses): compared exactly, and shown as they are.
-    Floats are not: they are compared one by one, within the tolerance."""
-    if isinstance(value, (tuple, list)):
-        return all(_plain_data(v) for v in value)
-    return isinstance(value, (int, str, bool)) or value is None
-
-
-def _real(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _count(value: Any) -> str:
-    return "" if len(value) == 0 else f"{len(value)}: "
-
-
-def _shown(value: Any) -> str:
-    if isinstance(value, (tuple, list)) and len(value) == 0:
-        return "none"
-    text = repr(tuple(value)) if isinstance(value, list) else repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-def compare(
-    expected: Any,
-    actual: Any,
-    atol: float,
-    rtol: float,
-    where: str = "the result",
-    names: dict[tuple[int, ...], str] | None = None,
-    path: tuple[int, ...] = (),
-) -> str | None:
-    """None when actual matches expected, else one sentence that says how it differs.
-
-    names: what the parts of a tuple result are called, by their place (the exercise's ``parts``)."""
-    if isinstance(expected, torch.Tensor):
-        if not isinstance(actual, torch.Tensor):
-            return f"{where} should be {describe(expected)}, got {describe(actual)}"
-        if tuple(actual.shape) != tuple(expected.shape):
-            return f"{where} should have shape {tuple(expected.shape)}, got {tuple(actual.shape)}"
-        if expected.dtype == torch.bool:
-            if actual.dtype != torch.bool:
-                return f"{where} should be a boolean tensor (True = may attend), got dtype {actual.dtype}"
-            wrong = (actual != expected).sum().item()
-            return None if wrong == 0 else f"{where} has {wrong} of {expected.numel()} entries wrong"
-        if not (expected.dtype.is_floating_point or expected.dtype.is_complex):  # integers, e.g. token ids: exact
-            if actual.dtype != expected.dtype:
-                return (
-                    f"{where} should be a {str(expected.dtype).replace('torch.', '')} tensor, got dtype {actual.dtype}"
-                )
-            wrong = (actual.cpu() != expected.cpu()).sum().item()
-            return None if wrong == 0 else f"{where} has {wrong} of {expected.numel()} entries wrong"
-        if not (actual.dtype.is_floating_point or actual.dtype.is_complex):
-            return f"{where} should be a floating-point tensor, got dtype {actual.dtype}"
-        a, e = actual.detach().double().cpu(), expected.detach().double().cpu()
-        if torch.allclose(a, e, atol=atol, rtol=rtol, equal_nan=True):
-            return None
-        nan_mismatch = (a.isnan() != e.isnan()).sum().item()
-        if nan_mismatch:
-            return f"{where} has NaN in {int(a.isnan().sum())} entries where the reference has {int(e.isnan().sum())}"
-        diff = (a - e).abs().nan_to_num(nan=0.0, posinf=math.inf).max().item()
-        return f"{where} differs from the reference by up to {diff:.3g}"
-    if isinstance(expected, tuple):
-        if _plain_data(expected) and isinstance(actual, (tuple, list)) and _plain_data(actual):
-            if tuple(actual) != expected:  # shown as they are: "expected none, got 1: ((5, 2),)"
-                return f"{where}: expected {_count(expected)}{_shown(expected)}, got {_count(actual)}{_shown(actual)}"
-            return None
-        if not isinstance(actual, (tuple, list)) or len(actual) != len(expected):
-            return f"{where} should be {describe(expected)}, got {describe(actual)}"
-        for i, (e, a) in enumerate(zip(expected, actual)):
-            place = path + (i,)
-            name = (names or {}).get(place, f"item {i} of {where}")
-            problem = compare(e, a, atol, rtol, where=name, names=names, path=place)
-            if problem:
-                return problem
-        return None
-    if _real(expected) and _real(actual) and isinstance(expected, float):
-        # A number returned as a Python float (a BLEU score) is compared within the tolerance as a tensor is:
-        # (p1 p2 p3 p4) ** 0.25 and exp(mean(log p)) differ in the 14th digit, and both are right.
-        if math.isnan(expected) and math.isnan(actual):
-            return None
-        if abs(actual - expected) <= atol + rtol * abs(expected):
-            return None
-        return f"{where} should be {expected!r}, got {actual!r} (a difference of {abs(actual - expected):.3g})"
-    if expected != actual:
-        return f"{where} should be {expected!r}, got {actual!r:.60}"
     return None

@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import registry
 from ..codec import CodecError, decode
-from ..registry import Exercise, matching_mistake, verdict
+from ..registry import Exercise, changed_message, input_names, matching_mistake, verdict
 
 __all__ = ["compare_cases"]
 
@@ -43,6 +43,10 @@ def compare_cases(ex: Exercise, cases: list[registry.Case], answer: dict) -> tup
             actual = decode(result["value"])
         except CodecError as exc:
             lines.append(f"✗ {label}: the result could not be read ({exc})")
+            continue
+        changed = result.get("changed")
+        if isinstance(changed, list) and changed and not ex.judge:  # an input edited in place (see registry.attempt)
+            lines.append(f"✗ {label}: {changed_message(input_names(ex, changed[:8]) or ['?'])}")
             continue
         problem = _safe_verdict(ex, case, actual)
         if problem is None:

@@ -155,7 +155,14 @@ def _decode_input(value):
 
 
 def _run_case(kind: str, name: str, obj, case: dict, grad: bool = False):
+    """(what obj returns on the case, the places of the inputs it changed in place: positions and keywords)."""
     args, kwargs = _decode_input(case["args"]), _decode_input(case["kwargs"])
+    before = codec.snapshot((args, kwargs))
+    value = _call_case(kind, name, obj, case, args, kwargs, grad)
+    return value, codec.changed_inputs(before, args, kwargs)
+
+
+def _call_case(kind: str, name: str, obj, case: dict, args, kwargs, grad: bool):
     if kind == "module":
         if not isinstance(obj, type):
             raise TypeError(f"{name} should be a class (an nn.Module), got {type(obj).__name__}")
@@ -223,8 +230,8 @@ def _call(command: dict) -> dict:
                 # The watches only where built-ins are forbidden: they intercept every operation (a training under
                 # them, as in 8.6, takes about twice as long).
                 with _watching(watch):
-                    value = _run_case(kind, name, obj, case, bool(command.get("grad")))
-                results.append({"value": codec.encode(value, strict=True)})
+                    value, changed = _run_case(kind, name, obj, case, bool(command.get("grad")))
+                results.append({"value": codec.encode(value, strict=True), **({"changed": changed} if changed else {})})
             except NotImplementedError:
                 results.append({"error": "not attempted (NotImplementedError)", "not_attempted": True})
             except TimeLimit:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import traceback
 from typing import Any
 
-from ..registry import PUBLIC_SEED, Exercise, matching_mistake, run_case, verdict
+from ..registry import PUBLIC_SEED, Exercise, attempt, changed_message, matching_mistake, verdict
 
 
 def _is_notebook_cell(filename: str) -> bool:
@@ -59,7 +59,7 @@ def evaluate(
     passed, failures, stopped = 0, [], False
     for case in cases:
         try:
-            actual = run_case(ex, obj, case)
+            actual, changed = attempt(ex, obj, case)  # on a copy: the case stays as the reference will see it
         except NotImplementedError:
             return "not attempted", 0, len(cases), None
         except KeyboardInterrupt:  # interrupted by hand, or by the grader's time limit: a failure, not a crash
@@ -74,10 +74,10 @@ def evaluate(
                 )
             )
             continue
-        problem = verdict(ex, case, actual)
+        problem = changed_message(changed) if changed else verdict(ex, case, actual)
         if problem:
             message = f"on case '{case.label}', {problem}."
-            hint = matching_mistake(ex, case, actual) if mistake_hint and not failures else None
+            hint = matching_mistake(ex, case, actual) if mistake_hint and not failures and not changed else None
             if hint:
                 message += f"\n   Hint: {hint}"
             failures.append((case, message))
