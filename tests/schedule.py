@@ -17,23 +17,21 @@ Loaded with `-p tests.schedule`. Under `--nbval`, it does four things:
   fixture); other unit tests are spread one by one (a scheduler
   of its own: xdist's `--dist loadgroup` does not group anything under pytest 9, whose node ids no
   longer come from the attribute that xdist 3.8 rewrites).
-- Order: first the three translation models train, as tests of their own (tests/test_trained_models.py,
-  marker `trains`: the same call as the chapters', so the same cache entry), then the notebooks that load
-  them, with chapter 9's evaluation, the longest notebook, among them, then everything else (unit tests
-  and the notebooks that need no model). The rule: the longest jobs start first and two run at once from
-  the start, so that neither worker waits for a model that the other is training while it has nothing else
-  to do (left to the first notebook that needs a model, a chapter's shorter experiments would run before
-  its training and the last model-loading notebook would run alone at the end).
-  xdist hands a worker its next unit when its current one has at most two tests left, so a one-test
-  unit brings its successor along at once, and the queue alternates between the two workers: one
-  runs seq2seq, then the Transformer, then chapter 8's Tatoeba notebook and chapter 9's evaluation;
-  the other Bahdanau, then chapters 3 and 4, then the rest. That is why chapter 8 comes before
-  chapter 4 in LOADERS: queued third among the notebooks, chapter 4 would wait behind the
-  Transformer's training, and chapter 8 would wait on the other worker for the Transformer.
+- Order: the three translation models train as tests of their own (tests/test_trained_models.py, marker
+  `trains`: the same call as the chapters', so the same cache entry), interleaved with the notebooks that load
+  them (FIRST), then the other notebooks that load a model, then everything else (unit tests and the notebooks
+  that need no model). The rule: the longest jobs start first, two at once, and no worker is handed a notebook
+  whose model the other worker is still training. xdist hands a worker its next unit when its current one has
+  at most two tests left, so a one-test unit brings its successor along at once: the queue alternates between
+  the two workers. With FIRST's order, one worker trains seq2seq (the longest, about 500 s on one core), then
+  runs chapter 3 (which needs only seq2seq), chapter 4 (seq2seq and Bahdanau) and chapter 9's evaluation (no
+  trained model: the longest notebook, too long to run alone at the end); the other trains Bahdanau, then the
+  Transformer, then runs chapter 8's Tatoeba notebook (Bahdanau and the Transformer). In CI's run with the
+  loaders after all three trainers, chapter 3 waited 122 s for seq2seq on a worker with nothing else to do.
   Run with `--dist loadscope --no-loadscope-reorder`, so that xdist keeps this order.
-- With NOTEBOOK_THREADS set (the Makefile sets 2, the course's CPU budget), each notebook's kernel gets
-  that many BLAS/OpenMP threads while the unit tests keep OMP_NUM_THREADS (1); the trainers take it too.
-  Two of them at once share the two cores.
+- With NOTEBOOK_THREADS set, each notebook's kernel gets that many BLAS/OpenMP threads, and the trainers'
+  decoding too (their training has its own: training.budget). The Makefile sets 1, as the unit tests have: with
+  a worker per core, a second thread only waits for a core (see the Makefile for the measurement).
 """
 
 from __future__ import annotations
@@ -46,21 +44,32 @@ from pathlib import Path
 
 import pytest
 
-TRAINS, LOADS, FREE = 0, 1, 2  # the three waves, in order
+FIRST_WAVE, LOADS, FREE = 0, 1, 2  # the three waves, in order
 
-# The solution notebooks that load a trained translation model, in the order they are queued (see above), and
-# chapter 9's evaluation: it loads no cached model (the reference Transformer is a file of the repository), but
-# it is the longest notebook, and queued last in the last wave it would run alone at the end.
-LOADERS = ("03_encoder_decoder", "08_transformer_vs_gru", "04_bahdanau_attention", "09_evaluation")
+# The first wave, in the order it is queued (see above): trainers by configuration, solution notebooks by name.
+# Chapter 9's evaluation loads no cached model (the reference Transformer is a file of the repository), but it is
+# the longest notebook, and queued in the last wave it would run alone at the end.
+FIRST = (
+    "seq2seq-cpu",
+    "bahdanau-cpu",
+    "03_encoder_decoder",
+    "transformer-cpu",
+    "08_transformer_vs_gru",
+    "04_bahdanau_attention",
+    "09_evaluation",
+)
+LOADERS = tuple(name for name in FIRST if not name.endswith("-cpu"))  # the solution notebooks among them
 
 
-# Test modules whose tests share one costly session fixture, and the unit each belongs to: tests/test_gpu.py (the GPU
+# Test modules whose tests share one costly fixture (of the module or the session), and the unit each belongs to: tests/test_gpu.py (the GPU
 # run's pack and dry run, half a minute), and the book's tests (tests/test_book.py and tests/test_browser.py share
 # conftest's book_build, 25 s, made once per worker). One unit each, so that the second worker neither waits on the
 # fixture the first is making nor makes it again.
 ONE_UNIT = {
     "tests/test_gpu.py": "gpu",
     "tests/test_gradescope.py": "gradescope",  # one fixture grades nine submissions through the kit
+    "tests/test_grader_hostile.py": "hostile",  # one fixture grades every attack in the sandbox (25 s)
+    "tests/test_scaffold.py": "scaffold",  # one fixture copies the course and scaffolds a chapter in it (10 s)
     "tests/test_book.py": "book",
     "tests/test_browser.py": "book",
     "tests/test_browser_explorer.py": "book",  # the built book (book_build), once per worker
@@ -102,15 +111,17 @@ def _notebook(item: pytest.Item) -> Path | None:
 
 
 def _queue_key(item: pytest.Item) -> tuple[int, int]:
-    """(wave, rank): the trainers, then the notebooks that load a model (LOADERS first), then the rest."""
+    """(wave, rank): the trainers and the notebooks that load their models (FIRST, in its order), then the other
+    notebooks that load a model, then the rest."""
     if item.get_closest_marker("trains"):
-        return TRAINS, 0
+        model = item.name.rsplit("[", 1)[-1].rstrip("]")  # test_a_translation_model_learns_within_its_budget[NAME]
+        return FIRST_WAVE, FIRST.index(model)
     path = _notebook(item)
-    if path is not None and path.parent.name == "solutions" and path.stem in LOADERS:
-        return LOADS, LOADERS.index(path.stem)
+    if path is not None and path.parent.name == "solutions" and path.stem in FIRST:
+        return FIRST_WAVE, FIRST.index(path.stem)
     if path is None or not _models(path):
         return FREE, 0
-    return LOADS, len(LOADERS)
+    return LOADS, 0
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log):

@@ -28,7 +28,7 @@ MODELS = ["seq2seq-cpu", "bahdanau-cpu", "transformer-cpu"]
 
 @pytest.fixture
 def course_threads():
-    """The course's CPU budget for a notebook, two threads, also here where unit tests get one."""
+    """The threads a notebook's kernel gets under test (NOTEBOOK_THREADS; a student's notebook: two), for decoding."""
     before = torch.get_num_threads()
     torch.set_num_threads(max(1, min(int(os.environ.get("NOTEBOOK_THREADS", "2")), os.cpu_count() or 1)))
     yield

@@ -29,6 +29,7 @@ from ..evaluation.translate import translate
 from ..models import bahdanau, seq2seq
 from ..models.bahdanau import AttentionSeq2Seq
 from ..models.seq2seq import Seq2Seq
+from ..training.budget import TOY_THREADS, reproducible, torch_threads
 from ..training.configs import COPY_EXPERIMENT, DATE_EXPERIMENT
 from ..training.model_cache import cached_training
 
@@ -148,6 +149,12 @@ def pair_batches(pairs: list[tuple[str, str]], src_vocab: CharVocab, tgt_vocab: 
     )
 
 
+def _threads() -> int | None:
+    """The threads a small experiment trains on: the kernel's own, or under ``reproducible()`` the threads its stored
+    outputs were made with (``budget.TOY_THREADS``), so that a kernel on one thread reproduces them."""
+    return TOY_THREADS if reproducible() else None
+
+
 def date_experiment(attention: bool, log: Callable | None = None, **overrides) -> DateRun:
     """Train (or load) a date normaliser; returns the model, its training record, its accuracy and the data."""
     cfg = {**DATE_EXPERIMENT, **overrides, "attention": attention}
@@ -160,23 +167,26 @@ def date_experiment(attention: bool, log: Callable | None = None, **overrides) -
     def accuracy(model: nn.Module) -> float:
         return exact_match(translate(model, test_src, tgt_vocab, max_len=11), targets)
 
+    threads = _threads()
+
     def fit(model: nn.Module) -> dict:
-        return train_toy(
-            model,
-            batches,
-            cfg["steps"],
-            lr=cfg["lr"],
-            seed=cfg["seed"],
-            evaluate=accuracy,
-            eval_every=cfg["eval_every"],
-            stop_at=cfg["stop_at"],
-            log=log,
-        )
+        with torch_threads(threads):
+            return train_toy(
+                model,
+                batches,
+                cfg["steps"],
+                lr=cfg["lr"],
+                seed=cfg["seed"],
+                evaluate=accuracy,
+                eval_every=cfg["eval_every"],
+                stop_at=cfg["stop_at"],
+                log=log,
+            )
 
     name = "dates-attention" if attention else "dates-seq2seq"
     model, history, loaded = cached_training(
         name,
-        cfg,
+        {**cfg, **({"threads": threads} if threads else {})},
         f"date_splits{cfg['n_train'], cfg['n_test']}",
         lambda: _build(attention, len(src_vocab), len(tgt_vocab), cfg),
         fit,
@@ -193,12 +203,16 @@ def copy_experiment(attention: bool, **overrides) -> CopyRun:
     test_pairs = make_digit_pairs(cfg["n_test"], cfg["min_len"], cfg["max_len"], seed=cfg["seed"] + 1000)
     batches = pair_batches(train_pairs, vocab, vocab, cfg)
 
+    threads = _threads()
+
     def fit(model: nn.Module) -> dict:
-        return train_toy(model, batches, cfg["steps"], lr=cfg["lr"], seed=cfg["seed"])
+        with torch_threads(threads):
+            return train_toy(model, batches, cfg["steps"], lr=cfg["lr"], seed=cfg["seed"])
 
     name = "copy-attention" if attention else "copy-seq2seq"
+    key = {**cfg, **({"threads": threads} if threads else {})}
     model, history, loaded = cached_training(
-        name, cfg, "make_digit_pairs", lambda: _build(attention, len(vocab), len(vocab), cfg), fit, _code()
+        name, key, "make_digit_pairs", lambda: _build(attention, len(vocab), len(vocab), cfg), fit, _code()
     )
     outputs = translate(model, [vocab.encode(a) for a, _ in test_pairs], vocab, max_len=cfg["max_len"] + 1)
     by_length = {}

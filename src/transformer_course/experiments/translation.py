@@ -9,18 +9,16 @@ each sentence. This module re-exports the names of both that the chapters use.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 
-import torch
 from torch import nn
 
 from ..data.translation import VOCAB_SIZE, TranslationData, data_for, load_data, tokenizer_file
 from ..decoding.search import max_output_length
 from ..evaluation.metrics import bleu_by_length, corpus_bleu
 from ..evaluation.translate import beam_translations, count_parameters, evaluate_bleu, greedy_translations
-from ..training.budget import REPRODUCIBLE_THREADS, fixed_budget, reproducible
+from ..training.budget import REPRODUCIBLE_THREADS, fixed_budget, reproducible, torch_threads
 from ..training.configs import CONFIGS
 from ..training.kinds import MODEL_CODE, build_model, typed
 from ..training.loop import Settings, fit, pick_device
@@ -76,18 +74,6 @@ def _code(kind: str) -> tuple:
     own = tuple(importlib.import_module(f"transformer_course.{name}") for name in MODEL_CODE[kind])
     shared = (models, base_config, sys.modules[__name__], training, tasks, evaluation, metrics)
     return (*own, *shared, batching, tatoeba, tokenize, data)
-
-
-@contextmanager
-def torch_threads(threads: int | None) -> Iterator[None]:
-    """PyTorch's intra-op threads set to ``threads`` for the block (None: left as they are), then restored."""
-    before = torch.get_num_threads()
-    if threads:
-        torch.set_num_threads(threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def translation_experiment(

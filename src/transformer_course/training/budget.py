@@ -11,13 +11,21 @@ thread as those runs did (``configs.STEPS_IN_BUDGET``): a busy machine is slower
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import torch
 
 from .configs import STEPS_IN_BUDGET
 
-__all__ = ["ENV", "REPRODUCIBLE_THREADS", "fixed_budget", "reproducible", "short_of"]
+__all__ = ["ENV", "REPRODUCIBLE_THREADS", "TOY_THREADS", "fixed_budget", "reproducible", "short_of", "torch_threads"]
 
 ENV = "TRANSFORMER_COURSE_REPRODUCIBLE"
 REPRODUCIBLE_THREADS = 1  # as the stored runs were made: one thread per run, two runs side by side on two cores
+# Chapters 3 and 4's small experiments (dates, copying digits) as their stored outputs were trained: on two threads.
+# The thread count decides the order in which a kernel adds numbers up, and 400 steps amplify that last digit into
+# another model (runs/copy-spread.json), so under reproducible() they train on these threads whatever the kernel's.
+TOY_THREADS = 2
 
 
 def reproducible() -> bool:
@@ -50,3 +58,15 @@ def short_of(history: dict, steps: int | None, seconds: float | None) -> str | N
     if not steps and seconds and (got_seconds is None or got_seconds < seconds):
         return f"trained {got_seconds if got_seconds is None else round(got_seconds)} s of the {seconds:g} s asked for"
     return None
+
+
+@contextmanager
+def torch_threads(threads: int | None) -> Iterator[None]:
+    """PyTorch's intra-op threads set to ``threads`` for the block (None: left as they are), then restored."""
+    before = torch.get_num_threads()
+    if threads:
+        torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
