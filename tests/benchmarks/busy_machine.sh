@@ -4,7 +4,7 @@
 # again from the cache that run left. As `make test` runs them: the trainers first (tests/test_trained_models.py),
 # two workers, the course's schedule.
 cd "$(dirname "$0")/../.."
-export TRANSFORMER_COURSE_CACHE="${BUSY_CACHE:-/tmp/busy-machine-cache}" OMP_NUM_THREADS=1 NOTEBOOK_THREADS=2 TRANSFORMER_COURSE_REPRODUCIBLE=1 TQDM_DISABLE=1 OMP_WAIT_POLICY=PASSIVE
+export TRANSFORMER_COURSE_CACHE="${BUSY_CACHE:-/tmp/busy-machine-cache}" OMP_NUM_THREADS=1 NOTEBOOK_THREADS=1 TRANSFORMER_COURSE_REPRODUCIBLE=1 TQDM_DISABLE=1 OMP_WAIT_POLICY=PASSIVE
 rm -rf "${BUSY_CACHE:-/tmp/busy-machine-cache}"
 : > "${OUT:-/tmp}"/busy_summary.log
 python3 -c "while True: pass" & B1=$!
