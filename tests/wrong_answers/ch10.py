@@ -43,6 +43,18 @@ _SORTED = """    sorted_probs = probs.sort(dim=-1, descending=True).values
     before = sorted_probs.cumsum(dim=-1) - sorted_probs
 """
 
+# The solution's filter after its temperature line: top-k, then the nucleus (answers wrong only before it share it)
+_RIGHT_AFTER_TEMPERATURE = (
+    _TOP_K
+    + "    probs = torch.softmax(logits, dim=-1)\n"
+    + "    if top_p is not None and top_p < 1:\n"
+    + _SORTED.replace("    ", "        ", 2).replace("\n    before", "\n        before")
+    + "        last = (before < top_p - 1e-9).sum(dim=-1, keepdim=True) - 1\n"
+    + "        probs = probs.masked_fill(probs < sorted_probs.gather(-1, last), 0.0)\n"
+    + "        probs = probs / probs.sum(dim=-1, keepdim=True)\n"
+    + "    return probs\n"
+)
+
 _BIGRAM = """def bigram_log_probs(sequences, vocab_size, k):
     counts = torch.zeros(vocab_size, vocab_size, dtype=torch.float64)
 """
@@ -106,18 +118,7 @@ WRONG_ROUNDS = [
             "    return nll[loss_mask].mean()\n"
         ),
         # the temperature multiplies the logits
-        "10.3": _FILTER
-        + "    logits = logits * temperature\n"
-        + _TOP_K
-        + "    probs = torch.softmax(logits, dim=-1)\n"
-        + "    if top_p is not None and top_p < 1:\n"
-        + _SORTED.replace("    ", "        ", 2).replace("\n    before", "\n        before")
-        + (
-            "        last = (before < top_p - 1e-9).sum(dim=-1, keepdim=True) - 1\n"
-            "        probs = probs.masked_fill(probs < sorted_probs.gather(-1, last), 0.0)\n"
-            "        probs = probs / probs.sum(dim=-1, keepdim=True)\n"
-            "    return probs\n"
-        ),
+        "10.3": _FILTER + "    logits = logits * temperature\n" + _RIGHT_AFTER_TEMPERATURE,
         # the columns normalised instead of the rows
         "10.4": _BIGRAM + _PAIRS + "    return torch.log(smoothed / smoothed.sum(dim=0, keepdim=True))\n",
         # exp of the total, then divided
@@ -235,17 +236,6 @@ WRONG_ROUNDS = [
     },
     {
         # right values, but the caller's logits divided in place (issue 57): told so, by the self-check and the grader
-        "10.3": _FILTER
-        + "    logits /= temperature\n"
-        + _TOP_K
-        + "    probs = torch.softmax(logits, dim=-1)\n"
-        + "    if top_p is not None and top_p < 1:\n"
-        + _SORTED.replace("    ", "        ", 2).replace("\n    before", "\n        before")
-        + (
-            "        last = (before < top_p - 1e-9).sum(dim=-1, keepdim=True) - 1\n"
-            "        probs = probs.masked_fill(probs < sorted_probs.gather(-1, last), 0.0)\n"
-            "        probs = probs / probs.sum(dim=-1, keepdim=True)\n"
-            "    return probs\n"
-        ),
+        "10.3": _FILTER + "    logits /= temperature\n" + _RIGHT_AFTER_TEMPERATURE,
     },
 ]
