@@ -59,3 +59,39 @@ def test_unsupported_values_are_refused():
         encode(object())
     with pytest.raises(CodecError):
         encode(torch.zeros(2_000_000))
+
+
+def test_a_dict_or_list_subclass_crosses_as_the_plain_value_without_running_its_methods():
+    from collections import Counter, OrderedDict, defaultdict
+
+    class Sly(dict):  # methods a hostile answer might override: none of them runs
+        def items(self):
+            raise RuntimeError("ran")
+
+        def __iter__(self):
+            raise RuntimeError("ran")
+
+    class Rows(list):
+        def __iter__(self):
+            raise RuntimeError("ran")
+
+    for value in (Counter({"l o": 5}), OrderedDict(a=1), defaultdict(int, b=2), Sly(c=3)):
+        back = decode(json.loads(json.dumps(encode(value))))
+        assert type(back) is dict and back == dict(dict.items(value))
+    back = decode(json.loads(json.dumps(encode(Rows([1, 2])))))
+    assert type(back) is list and back == [1, 2]
+    with pytest.raises(CodecError, match="string keys"):
+        encode(Counter({("l", "o"): 5}))
+
+
+def test_an_answer_to_10_1_that_returns_a_counter_passes_as_the_self_check_says():
+    # the self-check took (pair, Counter) and said it passed; the grader's codec refused the Counter: 0 points
+    from collections import Counter
+
+    from transformer_course.grading import registry
+
+    ex = registry.get("10.1")
+    for case in ex.cases(3):
+        pair, words = registry.run_case(ex, ex.reference, case)
+        sent = decode(json.loads(json.dumps(encode((pair, Counter(words))))))
+        assert registry.verdict(ex, case, sent) is None, case.label

@@ -347,6 +347,19 @@ def test_reports_escape_what_they_quote():
     assert csv_cell("=HYPERLINK(\"http://x\")") == "'=HYPERLINK(\"http://x\")" and csv_cell("alice") == "alice"
 
 
+def test_reports_show_control_characters_as_escapes(tmp_path):
+    # a terminal's colour codes, a carriage return that redraws a line, a NUL, a right-to-left override
+    printed = "\x1b[2J\x1b[32mall tests passed\x1b[0m\rscore 10/10\x00 \u202eevil\r\nnext line\ttab"
+    report = Report("s.ipynb", 5, problems=[f"error: {printed}"])
+    report.tests.append(Result("Exercise 5.1: x", 0, 2, printed, "failed"))
+    report.write(tmp_path)
+    for text in ((tmp_path / "summary.md").read_text(), (tmp_path / "results.json").read_text()):
+        assert not any(ch in text for ch in "\x1b\x00\r\u202e")
+        assert "x1b[32mall tests passed" in text and "u202eevil" in text and "x0dscore" in text
+    output = json.loads((tmp_path / "results.json").read_text())["tests"][0]["output"]
+    assert output.endswith("\nnext line\ttab")  # a Windows line end is a line end; a tab stays a tab
+
+
 def test_not_attempted_is_not_failed(course_root):
     report = grade_notebook(course_root / "notebooks" / CHAPTER, course_root)
     assert {t.verdict for t in report.tests} == {"not attempted"} and "| not attempted |" in report.markdown()

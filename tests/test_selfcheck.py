@@ -263,6 +263,26 @@ def test_a_broken_exercise_cell_never_passes_on_the_earlier_binding(shell, capsy
     assert shell.user_ns["attention_scores"] is ref.attention_scores
 
 
+def test_a_deleted_exercise_cell_is_named_as_deleted_not_as_not_run(shell, capsys, tmp_path, monkeypatch):
+    # Jupyter Server names the kernel's notebook in JPY_SESSION_NAME: the check reads it as last saved
+    notebook = tmp_path / "05_self_attention.ipynb"
+    cells = [{"cell_type": "code", "metadata": {}, "source": ["x = 1\n"]}]
+    notebook.write_text(json.dumps({"cells": cells}))
+    monkeypatch.setenv("JPY_SESSION_NAME", str(notebook))
+    capsys.readouterr()
+    _run(shell, CHECK_5_1.replace("attention_scores)", "None)"))
+    out = capsys.readouterr().out
+    assert out.startswith("❌ Exercise 5.1") and "no exercise cell for 5.1 any more" in out and "Undo Delete" in out
+    # the cell is there, only not run: the old words
+    cells.append({"cell_type": "code", "metadata": {}, "source": ["# EXERCISE 5.1 (2 points): attention scores\n"]})
+    notebook.write_text(json.dumps({"cells": cells}))
+    _run(shell, CHECK_5_1.replace("attention_scores)", "None)"))
+    assert "has not run in this kernel yet" in capsys.readouterr().out
+    monkeypatch.setenv("JPY_SESSION_NAME", str(tmp_path / "missing.ipynb"))  # unreadable: nothing known
+    _run(shell, CHECK_5_1.replace("attention_scores)", "None)"))
+    assert "has not run in this kernel yet" in capsys.readouterr().out
+
+
 def test_a_broken_solution_after_a_pass_is_not_the_old_pass(shell, capsys):
     _run(shell, SOLVED_5_1)
     _run(shell, CHECK_5_1)

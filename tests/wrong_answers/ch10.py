@@ -237,5 +237,33 @@ WRONG_ROUNDS = [
     {
         # right values, but the caller's logits divided in place (issue 57): told so, by the self-check and the grader
         "10.3": _FILTER + "    logits /= temperature\n" + _RIGHT_AFTER_TEMPERATURE,
+        # a tie broken on the pair written as one string: ("ab", "c") wins over ("a", "bd")
+        "10.1": _MERGE
+        + _COUNTS
+        + "    best = min(counts, key=lambda pair: (-counts[pair], pair[0] + pair[1]))\n"
+        + _MERGE_WORDS.format(step=2),
+    },
+    {
+        # the nucleus kept by sorted position: a token as probable as the last one needed is dropped
+        "10.3": _FILTER
+        + "    logits = logits / temperature\n"
+        + _TOP_K
+        + "    probs = torch.softmax(logits, dim=-1)\n"
+        + "    if top_p is not None and top_p < 1:\n"
+        + "        sorted_probs, order = probs.sort(dim=-1, descending=True)\n"
+        + "        needed = sorted_probs.cumsum(dim=-1) - sorted_probs < top_p - 1e-9\n"
+        + "        needed[..., 0] = True\n"
+        + "        probs = probs * torch.zeros_like(needed).scatter(-1, order, needed)\n"
+        + "        probs = probs / probs.sum(dim=-1, keepdim=True)\n"
+        + "    return probs\n",
+    },
+    {
+        # top-k without its guard: topk(k) of a row shorter than k raises (the task keeps every token then)
+        "10.3": _FILTER
+        + "    logits = logits / temperature\n"
+        + "    if top_k is not None:\n"
+        + "        kth = logits.topk(top_k, dim=-1).values[..., -1:]\n"
+        + "        logits = logits.masked_fill(logits < kth, -math.inf)\n"
+        + _RIGHT_AFTER_TEMPERATURE.replace(_TOP_K, ""),
     },
 ]

@@ -65,6 +65,16 @@ def _cell_not_transposed(x_t, h, w_ih, w_hh, b_ih, b_hh):
     return torch.tanh(x_t @ w_ih + b_ih + h @ w_hh + b_hh)
 
 
+def _cell_hh_not_transposed(x_t, h, w_ih, w_hh, b_ih, b_hh):
+    # w_hh is square (H, H): h @ w_hh runs whatever the sizes, and is wrong
+    return torch.tanh(x_t @ w_ih.T + b_ih + h @ w_hh + b_hh)
+
+
+def _cell_ih_not_transposed(x_t, h, w_ih, w_hh, b_ih, b_hh):
+    # runs only where D = H, and is wrong there
+    return torch.tanh(x_t @ w_ih + b_ih + h @ w_hh.T + b_hh)
+
+
 # 1.2 the unrolled RNN ------------------------------------------------------------------------
 
 
@@ -246,6 +256,16 @@ register(
             Mistake(
                 "the weights are not transposed: they are stored (out, in) as in nn.Linear, so use x_t @ w_ih.T and h @ w_hh.T.",
                 _cell_not_transposed,
+            ),
+            Mistake(
+                "w_hh is not transposed: it is stored (out, in) like w_ih, so the state term is h @ w_hh.T. Being "
+                "square, it multiplies without an error either way.",
+                _cell_hh_not_transposed,
+            ),
+            Mistake(
+                "w_ih is not transposed: it is stored (out, in) = (H, D), so the input term is x_t @ w_ih.T. With "
+                "D = H the product runs without an error, and is wrong.",
+                _cell_ih_not_transposed,
             ),
         ),
         forbidden=BUILTIN_RNN,

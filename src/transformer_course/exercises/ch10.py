@@ -155,6 +155,13 @@ def _merge_largest(words):
     return pair, _apply(words, pair)
 
 
+def _merge_joined(words):
+    # a tie broken on the pair written as one string: ("ab", "c") before ("a", "bd"), as "abc" < "abd"
+    counts = _pair_counts(words)
+    pair = min(counts, key=lambda p: (-counts[p], p[0] + p[1]))
+    return pair, _apply(words, pair)
+
+
 def _merge_replace(words):
     # the text replaced without regard to the symbols' edges: ("e", "s") also merges the end of "ne" with "s"
     pair = _best(_pair_counts(words))
@@ -175,6 +182,7 @@ _MERGE_MISTAKES = (
     _merge_first_seen,
     _merge_largest,
     _merge_replace,
+    _merge_joined,
 )
 
 _LETTERS = "abcdeilnorstw"
@@ -243,7 +251,23 @@ def _merge_cases(g: torch.Generator) -> list[Case]:
         (_merge_replace,),
         no_collision,
     )
-    return [general, run, tie, pieces]
+
+    def joined_tie():  # (xy, z) and (x, yw) tie, z < w: the pairs' order and their joined strings' disagree
+        x, y, z, w, *rest = letters(8)
+        z, w = min(z, w), max(z, w)
+        top = size(g, 3, 6)
+        out = {f"{x}{y} {z}": top, f"{x} {y}{w}": top}  # the pair seen first is the wrong one too
+        out.update(words(size(g, 2, 3), "".join(rest), 2, 4, 1))  # other words, each once
+        return (out,)
+
+    joined = _redraw(
+        "two pairs of several-letter symbols tie, ('ab', 'c') against ('a', 'bd') ...",
+        joined_tie,
+        bpe_step.merge_step,
+        (_merge_joined,),
+        no_collision,
+    )
+    return [general, run, tie, pieces, joined]
 
 
 # 10.2 the language model's loss ------------------------------------------------------------------------------
@@ -381,6 +405,18 @@ def _filter_ties_dropped(logits, temperature, top_k, top_p):
     return ref_sampling.filter_logits(scaled, 1.0, None, top_p)
 
 
+def _filter_nucleus_ties_dropped(logits, temperature, top_k, top_p):
+    # the nucleus by sorted position: exactly the tokens needed, a token as probable as the last one left out
+    probs = ref_sampling.filter_logits(logits, temperature, top_k, None)
+    if top_p is None:
+        return probs
+    sorted_probs, order = probs.sort(dim=-1, descending=True)
+    needed = sorted_probs.cumsum(dim=-1) - sorted_probs < top_p - 1e-9
+    needed[..., 0] = True
+    probs = probs * torch.zeros_like(needed).scatter(-1, order, needed)
+    return probs / probs.sum(dim=-1, keepdim=True)
+
+
 def _filter_p_before_k(logits, temperature, top_k, top_p):
     probs = ref_sampling.filter_logits(logits, temperature, None, top_p)
     return ref_sampling.filter_logits(probs.log(), 1.0, top_k, None)
@@ -394,6 +430,7 @@ _FILTER_MISTAKES = (
     _filter_logits_returned,
     _filter_ties_dropped,
     _filter_p_before_k,
+    _filter_nucleus_ties_dropped,
 )
 
 
@@ -406,7 +443,7 @@ def _filter_cases(g: torch.Generator) -> list[Case]:
         f"B = {b} rows, V = {v}: temperature 0.8, top_k = 5, top_p = 0.7",
         lambda: (randn(g, b, v, scale=1.5), 0.8, 5, 0.7),
         ref_sampling.filter_logits,
-        tuple(m for m in _FILTER_MISTAKES if m is not _filter_ties_dropped),
+        tuple(m for m in _FILTER_MISTAKES if m not in (_filter_ties_dropped, _filter_nucleus_ties_dropped)),
     )
     b, v = size(g, 2, 3), size(g, 6, 10)
     ties = _redraw(
@@ -435,7 +472,18 @@ def _filter_cases(g: torch.Generator) -> list[Case]:
         ref_sampling.filter_logits,
         (_filter_temperature_multiplies,),
     )
-    return [general, ties, reached, temperature]
+    b, v = size(g, 2, 3), size(g, 6, 10)
+    edge = _redraw(
+        f"B = {b} rows, V = {v}, logits with ties: top_p = 0.6 ends on a token tied with the next",
+        lambda: (tied(b, v), 1.0, None, 0.6),
+        ref_sampling.filter_logits,
+        (_filter_nucleus_ties_dropped,),
+    )
+    b, v = size(g, 2, 3), size(g, 4, 8)
+    every = Case(
+        f"B = {b} rows, V = {v}: top_k = {v + 2}, more than V: every token stays", (randn(g, b, v), 1.2, v + 2, None)
+    )
+    return [general, ties, reached, temperature, edge, every]
 
 
 # 10.4 a smoothed bigram table --------------------------------------------------------------------------------
@@ -795,6 +843,11 @@ register(
                 _merge_largest,
             ),
             Mistake(
+                "on a tie the pairs are compared as joined strings ('ab' + 'c' against 'a' + 'bd'): compare them "
+                "as pairs, the left symbols first, then the right ones.",
+                _merge_joined,
+            ),
+            Mistake(
                 "the pair is replaced in the word's text without regard to the symbols' edges: with the pair "
                 "(e, s), 'ne s' must stay as it is (its symbol is 'ne', not 'e'). Compare whole symbols.",
                 _merge_replace,
@@ -880,6 +933,11 @@ register(
             Mistake(
                 "exactly k tokens are kept: every token whose logit equals the k-th largest stays too.",
                 _filter_ties_dropped,
+            ),
+            Mistake(
+                "a token exactly as probable as the last one the nucleus needs is left out: keep every token at "
+                "least as probable as that one, as top-k keeps the ties with the k-th.",
+                _filter_nucleus_ties_dropped,
             ),
             Mistake(
                 "the nucleus is taken before top-k: apply the temperature, then top-k, then top-p on what is left "

@@ -1,7 +1,7 @@
 """Values to and from JSON, so that inputs and outputs cross between the grader and its sandboxed worker as data.
 
 Only plain data crosses: tensors (float, integer, bool), numbers, strings, None, and lists, tuples and
-dicts of them. Decoding never executes anything and checks what it reads, so a forged or malformed
+dicts of them (a subclass of list or dict, such as ``collections.Counter``, crosses as the plain list or dict). Decoding never executes anything and checks what it reads, so a forged or malformed
 value is an error, never code.
 
 Shared by both sides of the boundary: the host imports it (``host/grader.py``, ``host/verdicts.py``), and
@@ -75,17 +75,21 @@ def encode(value: Any, strict: bool = True, _depth: int = 0) -> Any:
         return value
     if type(value) is float:
         return {"__float__": _float(value)}
-    if isinstance(value, tuple) and type(value).__getitem__ is tuple.__getitem__ or type(value) is list:
-        # named tuples (torch.return_types included) travel as plain tuples of their items
+    if isinstance(value, tuple) and type(value).__getitem__ is tuple.__getitem__ or isinstance(value, list):
+        # named tuples (torch.return_types included) travel as plain tuples of their items, a list subclass as a
+        # list: read through the built-in's own iterator, so that no method of the subclass runs
         items = tuple.__iter__(value) if isinstance(value, tuple) else list.__iter__(value)
         return {
             "__seq__": "tuple" if isinstance(value, tuple) else "list",
             "items": [encode(v, strict, _depth + 1) for v in items],
         }
-    if type(value) is dict:
-        if not all(type(k) is str for k in value):
+    if isinstance(value, dict):
+        # a Counter, an OrderedDict or a defaultdict is a dict as the self-check takes it: it travels as a plain dict,
+        # read through dict's own items (no method of the subclass runs)
+        pairs = list(dict.items(value))
+        if not all(type(k) is str for k, _ in pairs):
             raise CodecError("only dicts with string keys are supported")
-        return {"__dict__": {k: encode(v, strict, _depth + 1) for k, v in dict.items(value)}}
+        return {"__dict__": {k: encode(v, strict, _depth + 1) for k, v in pairs}}
     raise CodecError(f"values of type {type(value).__name__} are not supported")
 
 

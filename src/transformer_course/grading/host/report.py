@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .limits import WEAK_SANDBOX
 
-__all__ = ["STATUSES", "Report", "TestResult", "capped", "fenced", "md_escape"]
+__all__ = ["STATUSES", "Report", "TestResult", "capped", "fenced", "md_escape", "visible"]
 
 # What a submission can make the report say is capped: its error messages and notes come back as problems, and
 # its output as a test's output. Past these limits the rest is cut, and the report says how much.
@@ -43,8 +43,20 @@ _TIME_LIMITS = (
 )
 
 
+# Characters a terminal or an editor acts on rather than shows: the C0 and C1 controls but newline and tab, and the
+# bidirectional overrides that reorder what a line seems to say. A submission's text shows them as escapes.
+_INVISIBLE = {c: f"\\x{c:02x}" for c in [*range(0x20), *range(0x7F, 0xA0)] if chr(c) not in "\n\t"}
+_INVISIBLE |= {c: f"\\u{c:04x}" for c in [0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]}
+
+
+def visible(text: str) -> str:
+    """The text with every control character (but newline and tab) and bidirectional override written as an
+    escape, ``\\x1b`` or ``\\u202e``, so that a report shows what a submission printed and cannot be redrawn by it."""
+    return str(text).replace("\r\n", "\n").translate(_INVISIBLE)
+
+
 def capped(text: str, limit: int) -> str:
-    text = str(text)
+    text = visible(text)
     return text if len(text) <= limit else f"{text[:limit]} [... {len(text) - limit:,} more characters not shown]"
 
 
@@ -178,7 +190,7 @@ _MD_SPECIAL = str.maketrans({**{c: "\\" + c for c in "\\`*_[]|"}, "&": "&amp;", 
 
 def md_escape(text: str) -> str:
     """Text that Markdown (and the HTML inside it) shows as written, on one line."""
-    return " ".join(str(text).split()).translate(_MD_SPECIAL)
+    return " ".join(visible(text).split()).translate(_MD_SPECIAL)
 
 
 def fenced(text: str) -> str:

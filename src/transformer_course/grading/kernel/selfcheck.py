@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -186,6 +187,28 @@ def _refuse(ex: Exercise, reason: str) -> Any:
     return ex.reference
 
 
+def _saved_without(exercise_id: str) -> bool:
+    """Whether the notebook this kernel serves, as last saved, holds no exercise cell ``exercise_id``. Jupyter
+    Server names the notebook in JPY_SESSION_NAME; without it, or unreadable, nothing is known (False)."""
+    from ..cells import exercise_id as cell_exercise
+
+    path = os.environ.get("JPY_SESSION_NAME", "")
+    if not path.endswith(".ipynb"):
+        return False
+    try:
+        cells = json.loads(Path(path).read_text(encoding="utf-8"))["cells"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    if not isinstance(cells, list):
+        return False
+    for cell in cells:
+        if isinstance(cell, dict) and isinstance(cell.get("source"), list):
+            cell = {**cell, "source": "".join(map(str, cell["source"]))}
+        if cell_exercise(cell) == exercise_id:
+            return False
+    return True
+
+
 def _in(run: Run) -> str:
     return f" (In [{run.execution_count}])" if run.execution_count is not None else ""
 
@@ -202,6 +225,13 @@ def check(exercise_id: str, obj: Any) -> Any:
     if tracker is not None:
         run = tracker.runs.get(ex.id)
         if run is None:
+            if _saved_without(ex.id):
+                return _refuse(
+                    ex,
+                    f"this notebook has no exercise cell for {ex.id} any more (as last saved): it was deleted, or "
+                    f"its first line `# EXERCISE {ex.id} ...` was changed. Restore it (Edit > Undo Delete Cells, or "
+                    "copy it from a fresh copy of the notebook), run it, then this check.",
+                )
             return _refuse(
                 ex,
                 f"the exercise cell (the one that starts `# EXERCISE {ex.id}`) has not run in this "
