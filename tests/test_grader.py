@@ -435,8 +435,7 @@ def test_an_input_changed_in_place_is_named_by_the_grader_and_the_self_check(cou
     from transformer_course.grading.kernel.attempt import evaluate
     from wrong_answers.ch10 import WRONG_ROUNDS as CH10
 
-    code = CH10[-1]["10.3"]
-    assert "logits /= temperature" in code
+    code = next(r["10.3"] for r in CH10 if "logits /= temperature" in r.get("10.3", ""))
     message = registry.changed_message(["logits"])
     solution = course_root / "solutions" / notebook_name(10)
     report = grade_notebook(with_cells(solution, tmp_path, "in_place.ipynb", {"10.3": code}), course_root)

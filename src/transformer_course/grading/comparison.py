@@ -37,7 +37,7 @@ def _real(value: Any) -> bool:
 
 
 def _count(value: Any) -> str:
-    return "" if len(value) == 0 else f"{len(value)}: "
+    return "" if len(value) == 0 else f"{len(value)} item{'s' if len(value) > 1 else ''}: "
 
 
 def _shown(value: Any) -> str:
@@ -102,7 +102,9 @@ def compare(
         return f"{where} differs from the reference by up to {diff:.3g}{_tolerance(actual, expected, atol, rtol)}"
     if isinstance(expected, tuple):
         if _plain_data(expected) and isinstance(actual, (tuple, list)) and _plain_data(actual):
-            if tuple(actual) != expected:  # shown as they are: "expected none, got 1: ((5, 2),)"
+            if tuple(actual) != expected:  # shown as they are: "expected none, got 1 item: ((5, 2),)"
+                if len(actual) == len(expected):  # as many as expected: the count says nothing
+                    return f"{where}: expected {_shown(expected)}, got {_shown(actual)}"
                 return f"{where}: expected {_count(expected)}{_shown(expected)}, got {_count(actual)}{_shown(actual)}"
             return None
         if not isinstance(actual, (tuple, list)) or len(actual) != len(expected):
@@ -114,6 +116,8 @@ def compare(
             if problem:
                 return problem
         return None
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        return _dict_difference(expected, actual, atol, rtol, where)
     if _real(expected) and _real(actual) and isinstance(expected, float):
         # A number returned as a Python float (a BLEU score) is compared within the tolerance as a tensor is:
         # (p1 p2 p3 p4) ** 0.25 and exp(mean(log p)) differ in the 14th digit, and both are right.
@@ -125,3 +129,17 @@ def compare(
     if expected != actual:
         return f"{where} should be {expected!r}, got {actual!r:.60}"
     return None
+
+
+def _dict_difference(expected: dict, actual: dict, atol: float, rtol: float, where: str) -> str | None:
+    """What differs between two dicts, key by key: the missing keys, the unexpected ones, the wrong values (the first
+    few of each, and how many more), rather than both dicts cut at a length."""
+    problems = [f"{k!r} is missing (expected {expected[k]!r})" for k in expected if k not in actual]
+    problems += [f"{k!r} is not expected (got {actual[k]!r})" for k in actual if k not in expected]
+    for k in expected:
+        if k in actual and compare(expected[k], actual[k], atol, rtol, where=repr(k)) is not None:
+            problems.append(f"{k!r} is {actual[k]!r}, expected {expected[k]!r}")
+    if not problems:
+        return None
+    more = f"; and {len(problems) - 3} more differences" if len(problems) > 3 else ""
+    return f"{where}: {'; '.join(problems[:3])}{more} ({len(expected)} keys expected, {len(actual)} returned)"
