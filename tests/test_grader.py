@@ -112,6 +112,11 @@ def test_total_time_limit_still_reports(course_root, tmp_path):
     submission = _with_cells(course_root, tmp_path, "loop.ipynb", {"5.1": INFINITE_LOOP})
     report = grade_notebook(submission, course_root, cell_timeout=60, timeout=8)
     assert report.score == 0 and any("total time limit" in p for p in report.problems)
+    # a cell that loops as it runs, stopped by the total limit: the report says which limit (it said "the 60 s limit
+    # per cell", which the cell never reached)
+    submission = _with_cells(course_root, tmp_path, "top_loop.ipynb", {"5.1": "while True:\n    pass\n"})
+    text = grade_notebook(submission, course_root, cell_timeout=60, timeout=8).markdown()
+    assert "limit per cell" not in text and "what was left of the submission's total time limit of 8 s" in text, text
 
 
 def test_a_cell_that_kills_the_kernel_is_reported(course_root, tmp_path, monkeypatch):

@@ -194,6 +194,16 @@ def _run_course_code(g: _Grading, ex: Exercise) -> None:
             )
 
 
+def _time_out(g: _Grading, timeout: float) -> str:
+    """Which limit stopped a cell: the one per cell, or what was left of the submission's total."""
+    if timeout < g.clock.cell_timeout:
+        return (
+            f"a time-out: the cell ran past what was left of the submission's total time limit of "
+            f"{g.clock.seconds:g} s ({timeout:.0f} s were left when it started)"
+        )
+    return f"a time-out: the cell ran longer than the {g.clock.cell_timeout} s limit per cell"
+
+
 def _run_submission(g: _Grading, ex: Exercise, source: str) -> tuple[list[str], str | None, bool, bool]:
     """The student's cell, checked, run, then called on the hidden cases and compared with the reference.
 
@@ -213,11 +223,7 @@ def _run_submission(g: _Grading, ex: Exercise, source: str) -> tuple[list[str], 
         return [f"your cell stopped the grading: {g.worker.dead}"] + lines, None, False, True
     cell_ran = "error" not in answer
     if not cell_ran:
-        lines.append(
-            f"your cell raised {answer['error']}"
-            if not answer.get("timeout")
-            else f"a time-out: the cell ran longer than the {g.clock.cell_timeout} s limit per cell"
-        )
+        lines.append(f"your cell raised {answer['error']}" if not answer.get("timeout") else _time_out(g, timeout))
     cases = ex.cases(g.seed)
     _send_given_modules(cases, g.worker, g.root, g.given["__imports__"], g.clock.for_cell())
     timeout = g.clock.for_cell()
