@@ -304,6 +304,24 @@ def test_kit_holds_gradescope_layout_and_no_solutions(kit, course_root):
     assert re.search(r"^gradescope:", makefile, re.M) and "transformer_course.grading.kits.gradescope" in makefile
 
 
+def test_setup_script_installs_only_the_system_packages_that_are_missing(tmp_path):
+    # apt-get install of a package that is there upgrades it: the image's curl was upgraded on every build
+    script = (Path(gradescope.__file__).parent / "gradescope_kit" / "setup.sh").read_text()
+    function = script[script.index("updated=") : script.index("apt_install bubblewrap")]
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "dpkg-query").write_text('#!/bin/sh\ncase "$3" in curl|bubblewrap) echo "install ok installed";; esac\n')
+    (fake / "apt-get").write_text('#!/bin/sh\necho "apt-get $*" >> "$LOG"\n')
+    for tool in fake.iterdir():
+        tool.chmod(0o755)
+    log = tmp_path / "log"
+    env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}", "LOG": str(log)}
+    run = f"{function}\napt_install bubblewrap curl\napt_install bubblewrap ca-certificates curl\napt_install curl"
+    subprocess.run(["bash", "-c", run], env=env, check=True)
+    calls = log.read_text().splitlines()
+    assert calls == ["apt-get update -qq", "apt-get install -y -qq --no-install-recommends ca-certificates"], calls
+
+
 def test_setup_script_parses_and_pins_what_constraints_pin(kit, course_root, tmp_path):
     zip_path, _ = kit
     with zipfile.ZipFile(zip_path) as archive:

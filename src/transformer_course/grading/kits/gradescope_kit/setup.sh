@@ -9,8 +9,18 @@ export DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1
 
 # The grader's sandbox. Whether it can create its namespaces is known only when a submission runs (Docker's own
 # settings decide it); run_autograder checks then, and says in every report which isolation it used.
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends bubblewrap ca-certificates curl
+# Only what is missing is installed: an image that has them keeps its own versions (apt-get install would upgrade them).
+updated=""
+apt_install() {
+    local missing=() p
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    [ "${#missing[@]}" -eq 0 ] && return 0
+    [ -n "$updated" ] || { apt-get update -qq && updated=1; }
+    apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+apt_install bubblewrap ca-certificates curl
 
 # Python 3.11, which the course is pinned to: the image's own, else the deadsnakes PPA (Ubuntu 22.04 and 24.04,
 # Gradescope's current base images), else a Python build that uv installs (any other image).
@@ -22,9 +32,9 @@ if [ -z "$PY" ] && [ -r /etc/os-release ]; then
     codename="$(. /etc/os-release && echo "${ID:-}:${VERSION_CODENAME:-}")"
     case "$codename" in
         ubuntu:jammy | ubuntu:noble)
-            apt-get install -y -qq --no-install-recommends software-properties-common gpg-agent
+            apt_install software-properties-common gpg-agent
             if add-apt-repository -y ppa:deadsnakes/ppa && apt-get update -qq \
-                && apt-get install -y -qq --no-install-recommends python3.11 python3.11-venv; then
+                && apt_install python3.11 python3.11-venv; then
                 PY=/usr/bin/python3.11
             fi
             ;;
