@@ -7,6 +7,7 @@ reports, one per class, are in test_grader_hostile.py.
 """
 
 import ast
+import csv
 import json
 import shutil
 import subprocess
@@ -451,3 +452,30 @@ def test_an_input_changed_in_place_is_named_by_the_grader_and_the_self_check(cou
     status, passed, total, text = evaluate(registry.get("10.3"), namespace["filter_logits"])
     assert status == "failed" and text is not None and message in text, text
     assert "differs from the reference" not in text  # what it once said: the reference run on the divided logits
+
+
+def test_the_gradebook_has_a_row_per_student_and_the_exercises_in_the_chapters_order(tmp_path):
+    # scores.csv's exercise columns sorted as text (1.x, 10.x, 2.x ...), and nothing summed a student's chapters
+    from transformer_course.grading.host.overview import chapter_max, write_overview
+    from transformer_course.grading.host.report import Report
+    from transformer_course.grading.host.report import TestResult as Result
+
+    def report(student, chapter, scores):
+        tests = [Result(f"Exercise {chapter}.{i + 1}: x", s, 5, "") for i, s in enumerate(scores)]
+        return Report(f"{student}-{chapter}.ipynb", chapter, tests, student=student)
+
+    reports = [
+        ("a2", report("alice", 2, [1, 2])),
+        ("a10", report("alice", 10, [5])),
+        ("a10b", report("alice", 10, [3])),  # a second try at chapter 10: the better one counts
+        ("b2", report("bob", 2, [0, 1])),
+    ]
+    write_overview(tmp_path, reports, [], {})
+    with open(tmp_path / "scores.csv", newline="") as f:
+        header = next(csv.reader(f))
+    assert header[-3:] == ["Exercise 2.1: x", "Exercise 2.2: x", "Exercise 10.1: x"]
+    with open(tmp_path / "gradebook.csv", newline="") as f:
+        rows = list(csv.reader(f))
+    m2, m10 = chapter_max(2), chapter_max(10)
+    assert rows[0] == ["student", f"chapter 2 (of {m2:g})", f"chapter 10 (of {m10:g})", "total", "max_total"]
+    assert rows[1:] == [["alice", "3", "5", "8", f"{m2 + m10:g}"], ["bob", "1", "", "1", f"{m2 + m10:g}"]]

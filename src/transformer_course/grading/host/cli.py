@@ -7,7 +7,8 @@ A SUBMISSION is a notebook or a folder of them (its .ipynb files; other files ar
 and so is the output folder when it lies inside). A copy of one of the course's notebooks without
 exercises (a chapter's second notebook) is skipped too, unless an exercise cell was pasted into it.
 For each one, DIR/<name>/results.json (Gradescope's format) and DIR/<name>/summary.md; for several,
-also DIR/summary.md and DIR/scores.csv, a row per submission: student, chapter, score out of the chapter's
+also DIR/summary.md, DIR/gradebook.csv (a row per student: a column per chapter, the total) and DIR/scores.csv,
+a row per submission: student, chapter, score out of the chapter's
 maximum, status (report.STATUSES), report (grading/host/overview.py).
 The hidden cases' seed is secret: keyed on the submission with the key in $COURSE_GRADER_KEY (or the
 file --key-file) when there is one, so that a submission always gets the same cases; else fresh per run.
@@ -208,7 +209,12 @@ def _grade_all(jobs, out: Path, root: Path, args, resolved, key: bytes):
     when a report folder cannot be written."""
     slugs: list[str] = []
     shown: dict[str, str] = {}  # report folder -> the submission's path as given: two students' files may share a name
-    taken = {"summary", "scores", *OVERVIEW}  # a submission named summary(.md).ipynb gets a folder of another name
+    taken = {
+        "summary",
+        "scores",
+        "gradebook",
+        *OVERVIEW,
+    }  # a submission named summary(.md).ipynb gets a folder of another name
     for path, base in jobs:
         slug = _unique(_slug(path, base), taken | set(slugs))
         # Written first, replaced at the end: if the grading process itself is killed, this is what remains.

@@ -16,13 +16,30 @@ from pathlib import Path
 from .. import registry
 from .report import STATUSES, Report, capped, md_escape
 
-__all__ = ["COLUMNS", "OVERVIEW", "complete", "csv_cell", "say", "student_of", "tally", "write_overview"]
+__all__ = [
+    "COLUMNS",
+    "OVERVIEW",
+    "complete",
+    "csv_cell",
+    "exercise_order",
+    "say",
+    "student_of",
+    "tally",
+    "write_overview",
+]
 
-OVERVIEW = ("summary.md", "scores.csv")  # what a folder run writes beside the submissions' report folders
+OVERVIEW = ("summary.md", "scores.csv", "gradebook.csv")  # what a folder run writes beside the report folders
 # scores.csv's columns, then one per exercise (its score). The submission's path comes first: the one column that
 # tells every row apart (a student may hand in two notebooks).
 PROBLEMS_CHARS = 2000  # of a row's problems, on one line
 COLUMNS = ("submission", "student", "score", "max_score", "percent", "chapter", "status", "report", "problems")
+
+
+def exercise_order(name: str) -> tuple:
+    """A test's place among the columns: "Exercise 10.1: ..." after "Exercise 9.4: ...", by chapter and number (as
+    text, 10.1 came before 2.1); a name of another form after them, by its text."""
+    match = re.match(r"Exercise (\d+)\.(\d+)\b", name)
+    return (0, int(match.group(1)), int(match.group(2)), name) if match else (1, 0, 0, name)
 
 
 def csv_cell(value: object) -> str:
@@ -108,7 +125,7 @@ def write_overview(
     (out / OVERVIEW[0]).write_text("\n".join(lines) + "\n", encoding="utf-8")
     with open(out / OVERVIEW[1], "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
-        names = sorted({t.name for _, r in reports for t in r.tests})
+        names = sorted({t.name for _, r in reports for t in r.tests}, key=exercise_order)
         writer.writerow([*COLUMNS, *names])
         for slug, r in reports:
             by_name = {t.name: f"{t.score:g}" for t in r.tests}
@@ -126,3 +143,26 @@ def write_overview(
                     *[by_name.get(n, "") for n in names],
                 ]
             )
+    write_gradebook(out, reports)
+
+
+def write_gradebook(out: Path, reports: list[tuple[str, Report]]) -> None:
+    """gradebook.csv: one row per student, a column per chapter (the best of the student's submissions of it), the
+    total and its maximum. A learning-management system imports it with the student column as the key (Moodle's
+    "Import grades from CSV" maps the columns; in Canvas, paste the chapter columns into its exported gradebook)."""
+    chapters = sorted({r.chapter for _, r in reports if r.chapter is not None})
+    best: dict[str, dict[int, float]] = {}
+    for _, r in reports:
+        if r.chapter is not None:
+            row = best.setdefault(r.student, {})
+            row[r.chapter] = max(row.get(r.chapter, 0.0), r.score)
+    maxima = {c: chapter_max(c) for c in chapters}
+    with open(out / OVERVIEW[2], "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["student", *[f"chapter {c} (of {maxima[c]:g})" for c in chapters], "total", "max_total"])
+        for student in sorted(best):
+            scores = best[student]
+            total = sum(scores.values())
+            top = sum(maxima[c] for c in chapters)
+            cells = [f"{scores[c]:g}" if c in scores else "" for c in chapters]
+            writer.writerow([csv_cell(student), *cells, f"{total:g}", f"{top:g}"])
