@@ -280,6 +280,9 @@ def _valid(results: dict) -> None:
     assert [t["number"] for t in results["tests"]] == list(full_points(CHAPTER))
     assert all({"name", "score", "max_score", "output", "status"} <= set(t) for t in results["tests"])
     assert results["score"] == sum(t["score"] for t in results["tests"])
+    # the kit's default policy: each exercise's result on the hidden cases after the due date, the output at once
+    assert {t["visibility"] for t in results["tests"]} == {"after_due_date"}
+    assert results["stdout_visibility"] == "visible"
 
 
 def test_kit_holds_gradescope_layout_and_no_solutions(kit, course_root):
@@ -302,6 +305,26 @@ def test_kit_holds_gradescope_layout_and_no_solutions(kit, course_root):
     assert gradescope.build(CHAPTER, zip_path.parent, course_root).read_bytes() == zip_path.read_bytes()  # reproducible
     makefile = (course_root / "Makefile").read_text()
     assert re.search(r"^gradescope:", makefile, re.M) and "transformer_course.grading.kits.gradescope" in makefile
+
+
+def test_the_visibility_is_the_kits_policy_and_a_bad_one_is_refused():
+    from transformer_course.grading.kits.gradescope_kit.autograde import with_visibility
+    from transformer_course.grading.kits.gradescope_kit.choice import failure_results
+
+    kit = gradescope.kit_config(
+        CHAPTER, "auto", 600, 60, "0", tests_visibility="hidden", output_visibility="after_published"
+    )
+    assert kit["visibility"] == {"tests": "hidden", "output": "after_published"}
+    results = with_visibility(failure_results(kit, "no notebook"), kit)
+    assert {t["visibility"] for t in results["tests"]} == {"hidden"} and results[
+        "stdout_visibility"
+    ] == "after_published"
+    old = with_visibility(failure_results({"exercises": kit["exercises"]}, "x"), {"exercises": kit["exercises"]})
+    assert {t["visibility"] for t in old["tests"]} == {"after_due_date"}  # a kit built before the setting
+    with pytest.raises(ValueError, match="tests_visibility must be one of visible, after_due_date"):
+        gradescope.kit_config(CHAPTER, "auto", 600, 60, "0", tests_visibility="later")
+    with pytest.raises(SystemExit):
+        gradescope.main(["--chapter", str(CHAPTER), "--output-visibility", "soon"])
 
 
 def test_setup_script_installs_only_the_system_packages_that_are_missing(tmp_path):

@@ -134,8 +134,27 @@ def build_wheel(root: Path, version: str) -> tuple[str, bytes]:
     return name, buffer.getvalue()
 
 
-def kit_config(chapter: int, isolation: str, timeout: int, cell_timeout: int, version: str) -> dict:
+# Gradescope's visibility of a result: shown at once, after the due date, after the grades are published, or never.
+VISIBILITY = ("visible", "after_due_date", "after_published", "hidden")
+
+
+def kit_config(
+    chapter: int,
+    isolation: str,
+    timeout: int,
+    cell_timeout: int,
+    version: str,
+    tests_visibility: str = "after_due_date",
+    output_visibility: str = "visible",
+) -> dict:
+    """kit.json. The exercises' results come from the hidden cases, drawn per submission: shown after the due date by
+    default, so that no student probes them before it; the overall output (what stopped the grading, a refused
+    cell) is shown at once."""
     from .. import registry
+
+    for name, value in (("tests_visibility", tests_visibility), ("output_visibility", output_visibility)):
+        if value not in VISIBILITY:
+            raise ValueError(f"{name} must be one of {', '.join(VISIBILITY)}, got {value!r}")
 
     notebook = registry.chapter_notebook(chapter)
     exercises = registry.chapter_exercises(chapter)
@@ -149,6 +168,7 @@ def kit_config(chapter: int, isolation: str, timeout: int, cell_timeout: int, ve
         "memory_mb": 4096,
         "grading_user": GRADING_USER,
         "exercises": [{"id": e.id, "title": e.title, "points": e.points} for e in exercises],
+        "visibility": {"tests": tests_visibility, "output": output_visibility},
     }
 
 
@@ -174,6 +194,8 @@ def build(
     isolation: str = "auto",
     timeout: int = DEFAULT_TIMEOUT,
     cell_timeout: int = 60,
+    tests_visibility: str = "after_due_date",
+    output_visibility: str = "visible",
 ) -> Path:
     """Write ``out/gradescope-chNN.zip``; return its path."""
     import tomllib
@@ -185,7 +207,7 @@ def build(
         raise ValueError(f"unknown isolation {isolation!r}: use one of {', '.join(MODES)}")
     root = root or course_root()
     version = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
-    config = kit_config(chapter, isolation, timeout, cell_timeout, version)
+    config = kit_config(chapter, isolation, timeout, cell_timeout, version, tests_visibility, output_visibility)
     pins = _pins(root / "constraints.txt")
     wheel, wheel_bytes = build_wheel(root, version)
     requirements = "".join(f"{name}=={_pin(pins, name)}\n" for name in TORCH_PACKAGES + GRADING_PACKAGES)
@@ -228,10 +250,28 @@ def main(argv: list[str] | None = None) -> int:
         "--timeout", type=int, default=DEFAULT_TIMEOUT, help=f"seconds of grading (default: {DEFAULT_TIMEOUT})"
     )
     parser.add_argument("--cell-timeout", type=int, default=60, help="seconds one cell may run (default: 60)")
+    parser.add_argument(
+        "--tests-visibility",
+        choices=VISIBILITY,
+        default="after_due_date",
+        help="when students see each exercise's result on the hidden cases (default: after_due_date)",
+    )
+    parser.add_argument(
+        "--output-visibility",
+        choices=VISIBILITY,
+        default="visible",
+        help="when students see the overall output: what stopped the grading, a refused cell (default: visible)",
+    )
     args = parser.parse_args(argv)
     try:
         path = build(
-            args.chapter, args.out, isolation=args.isolation, timeout=args.timeout, cell_timeout=args.cell_timeout
+            args.chapter,
+            args.out,
+            isolation=args.isolation,
+            timeout=args.timeout,
+            cell_timeout=args.cell_timeout,
+            tests_visibility=args.tests_visibility,
+            output_visibility=args.output_visibility,
         )
     except ValueError as exc:
         parser.error(str(exc))

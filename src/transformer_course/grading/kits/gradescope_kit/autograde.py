@@ -189,6 +189,16 @@ def write_results(results: dict, folder: Path) -> Path:
     return folder / "results.json"
 
 
+def with_visibility(results: dict, kit: dict) -> dict:
+    """Gradescope's visibility, as kit.json sets it: each exercise's test, and the overall output. A kit without the
+    setting (built before it existed) shows the tests after the due date, the output at once."""
+    policy = kit.get("visibility") or {}
+    for test in results.get("tests", []):
+        test["visibility"] = policy.get("tests", "after_due_date")
+    results["stdout_visibility"] = policy.get("output", "visible")
+    return results
+
+
 def autograde(kit_path: Path) -> int:
     """What run_autograder runs: grade, and always write results/results.json. Exit status 0 once it is written."""
     autograder = Path(os.environ.get("AUTOGRADER_ROOT", "/autograder"))
@@ -205,6 +215,7 @@ def autograde(kit_path: Path) -> int:
             kit, f"the autograder failed ({type(exc).__name__}: {exc}); please tell the course staff"
         )
     end_leftovers()
+    with_visibility(results, kit)
     written = write_results(results, autograder / "results")
     print(summary or results["output"])
     print(f"autograde: {results['score']:g} / {results.get('max_score', 0):g} written to {written}")
