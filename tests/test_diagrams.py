@@ -58,6 +58,10 @@ CASES = {
     "kv_cache": (D.kv_cache, {}),
     "kv_cache_tokens": (D.kv_cache, {"n_steps": 3, "tokens": TGT[:3]}),
     "beam_tree": (D.beam_tree, {}),
+    "tiled_attention_tiles": (D.tiled_attention_tiles, {}),
+    "query_key_value_heads": (D.query_key_value_heads, {}),
+    "rotary_pairs": (D.rotary_pairs, {}),
+    "sliding_window_reach": (D.sliding_window_reach, {}),
 }
 
 

@@ -83,7 +83,14 @@ def main() -> None:
             )
     if args.out:
         command = "python tests/benchmarks/attention_memory.py --lengths " + " ".join(map(str, args.lengths))
-        args.out.write_text(json.dumps({"command": f"{command} --block {args.block}", "runs": runs}, indent=1) + "\n")
+        record = {
+            "command": f"{command} --block {args.block} --out {args.out}",
+            "lengths": args.lengths,
+            "block": args.block,
+            "threads": 1,
+            "runs": runs,
+        }
+        args.out.write_text(json.dumps(record, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from .layers import layer_kinds, pre_post_norm, transformer_layer
 from .multihead import multi_head
 from .positional import pe_layouts, positional_entry
 from .recurrent import gru_cell, lstm_cell, rnn_cell, rnn_unrolled
+from .scale import query_key_value_heads, rotary_pairs, sliding_window_reach, tiled_attention_tiles
 from .sequence import bahdanau_step, encoder_decoder, teacher_forcing
 from .transformer import cross_attention, transformer_stack
 
@@ -38,9 +39,13 @@ __all__ = [
     "positional_entry",
     "pre_post_norm",
     "qkv_projections",
+    "query_key_value_heads",
     "rnn_cell",
     "rnn_unrolled",
+    "rotary_pairs",
+    "sliding_window_reach",
     "teacher_forcing",
+    "tiled_attention_tiles",
     "transformer_layer",
     "transformer_stack",
 ]

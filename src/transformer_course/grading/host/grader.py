@@ -197,10 +197,8 @@ def _run_course_code(g: _Grading, ex: Exercise) -> None:
 def _time_out(g: _Grading, timeout: float) -> str:
     """Which limit stopped a cell: the one per cell, or what was left of the submission's total."""
     if timeout < g.clock.cell_timeout:
-        return (
-            f"a time-out: the cell ran past what was left of the submission's total time limit of "
-            f"{g.clock.seconds:g} s ({timeout:.0f} s were left when it started)"
-        )
+        left = f"{g.clock.seconds:g} s ({timeout:.0f} s were left when it started)"
+        return f"a time-out: the cell ran past what was left of the submission's total time limit of {left}"
     return f"a time-out: the cell ran longer than the {g.clock.cell_timeout} s limit per cell"
 
 
