@@ -1,8 +1,8 @@
 """Values to and from JSON, so that inputs and outputs cross between the grader and its sandboxed worker as data.
 
 Only plain data crosses: tensors (float, integer, bool), numbers, strings, None, and lists, tuples and
-dicts of them (a subclass of list or dict, such as ``collections.Counter``, crosses as the plain list or dict). Decoding never executes anything and checks what it reads, so a forged or malformed
-value is an error, never code.
+dicts of them (a subclass of list or dict, such as ``collections.Counter``, crosses as the plain list or dict).
+Decoding never executes anything and checks what it reads, so a forged or malformed value is an error, never code.
 
 Shared by both sides of the boundary: the host imports it (``host/grader.py``, ``host/verdicts.py``), and
 ``host/sandbox.py`` copies this file into the sandbox as ``course_codec.py``, where the worker imports it. So it

@@ -209,12 +209,8 @@ def _grade_all(jobs, out: Path, root: Path, args, resolved, key: bytes):
     when a report folder cannot be written."""
     slugs: list[str] = []
     shown: dict[str, str] = {}  # report folder -> the submission's path as given: two students' files may share a name
-    taken = {
-        "summary",
-        "scores",
-        "gradebook",
-        *OVERVIEW,
-    }  # a submission named summary(.md).ipynb gets a folder of another name
+    # a submission named summary(.md).ipynb gets a folder of another name
+    taken = {"summary", "scores", "gradebook", *OVERVIEW}
     for path, base in jobs:
         slug = _unique(_slug(path, base), taken | set(slugs))
         # Written first, replaced at the end: if the grading process itself is killed, this is what remains.
