@@ -237,6 +237,8 @@ WRONG_ROUNDS = [
     {
         # right values, but the caller's logits divided in place (issue 57): told so, by the self-check and the grader
         "10.3": _FILTER + "    logits /= temperature\n" + _RIGHT_AFTER_TEMPERATURE,
+        # k added to the denominator once, not once per token: c(a) + k instead of c(a) + k V
+        "10.4": _BIGRAM + _PAIRS + "    return torch.log(smoothed / (counts.sum(dim=1, keepdim=True) + k))\n",
         # a tie broken on the pair written as one string: ("ab", "c") wins over ("a", "bd")
         "10.1": _MERGE
         + _COUNTS

@@ -519,6 +519,12 @@ def _bigram_k_missing(sequences, vocab_size, k):
     return ((counts + k) / counts.sum(dim=1, keepdim=True).clamp(min=1)).log()
 
 
+def _bigram_k_once(sequences, vocab_size, k):
+    # k added once to the denominator, as to each count: c(a) + k, not c(a) + k V
+    counts = _counts(sequences, vocab_size)
+    return ((counts + k) / (counts.sum(dim=1, keepdim=True) + k)).log()
+
+
 def _bigram_across(sequences, vocab_size, k):
     joined = [t for s in sequences for t in s]
     return bigram_log_probs([joined], vocab_size, k)
@@ -540,6 +546,7 @@ def _bigram_unigram_counts(sequences, vocab_size, k):
 _BIGRAM_MISTAKES = (
     _bigram_columns,
     _bigram_k_missing,
+    _bigram_k_once,
     _bigram_across,
     _bigram_probabilities,
     _bigram_unigram_counts,
@@ -969,6 +976,11 @@ register(
             Mistake(
                 "k is missing from the denominator: add k once for each of the V tokens, c(a) + k V.",
                 _bigram_k_missing,
+            ),
+            Mistake(
+                "k is added to the denominator once: it was added to each of the row's V counts, so the row's "
+                "total is c(a) + k V, and each row must sum to 1.",
+                _bigram_k_once,
             ),
             Mistake(
                 "pairs are counted across sentences (<eos> followed by the next <bos>): count within each "
