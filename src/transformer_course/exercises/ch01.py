@@ -327,19 +327,35 @@ register(
         reference=ref.rnn_step_jacobian,
         make_cases=_jacobian_cases,
         mistakes=(
-            Mistake("the derivative of tanh is missing: scale row i of W_hh by 1 - h_t[i]^2.", _jac_no_derivative),
             Mistake(
-                "the factor 1 - h_t^2 scales the columns of W_hh; it belongs to the rows: entry [b, i, j] is "
-                "(1 - h_t[b, i]^2) * W_hh[i, j].",
+                "the derivative of tanh is missing: by the chain rule, the weights are multiplied by the slope of "
+                "tanh at each unit of h_t.",
+                _jac_no_derivative,
+            ),
+            Mistake(
+                "the slope of tanh scales the columns of W_hh; it belongs to the rows: unit i's slope scales "
+                "everything that flows into unit i.",
                 _jac_columns,
             ),
-            Mistake("W_hh is transposed: entry [b, i, j] is (1 - h_t[b, i]^2) * W_hh[i, j].", _jac_transposed),
+            Mistake(
+                "W_hh is transposed: entry [b, i, j] is how unit i of h_t moves with unit j of h_(t-1), and W_hh "
+                "is stored (out, in) as in nn.Linear.",
+                _jac_transposed,
+            ),
             Mistake(
                 "h_t is already tanh(a); the derivative of tanh at a is 1 - h_t^2, so do not apply tanh to h_t again.",
                 _jac_tanh_again,
             ),
-            Mistake("the factor is 1 - h_t, not squared: tanh'(a) = 1 - tanh(a)^2 = 1 - h_t^2.", _jac_not_squared),
-            Mistake("h_t * (1 - h_t) is the sigmoid's derivative; tanh's is 1 - h_t^2.", _jac_sigmoid_derivative),
+            Mistake(
+                "the slope is not 1 - h_t: look again at the derivative of tanh, written with tanh(a) itself, "
+                "which is h_t.",
+                _jac_not_squared,
+            ),
+            Mistake(
+                "h_t * (1 - h_t) is the sigmoid's derivative, written with its output; tanh's, written with "
+                "its output h_t, is another expression.",
+                _jac_sigmoid_derivative,
+            ),
         ),
         forbidden=BUILTIN_RNN + BUILTIN_JACOBIAN,
     ),
