@@ -34,7 +34,18 @@ from ..models.scale_lm import ScaleBlock, ScaleLM
 from ..training.loop import Settings, fit
 from ..training.stream_task import StreamTask, stream, windows
 
-__all__ = ["CONTEXT", "LENGTHS", "LONG", "SIZES", "STEPS", "VARIANTS", "build", "main", "perplexity_by_length"]
+__all__ = [
+    "CONTEXT",
+    "LENGTHS",
+    "LONG",
+    "SIZES",
+    "STEPS",
+    "VARIANTS",
+    "build",
+    "main",
+    "perplexity_by_length",
+    "write_record",
+]
 
 CONTEXT = 64  # the training windows' length
 LONG = 4 * CONTEXT  # the by-position evaluation: four times the training length
@@ -137,13 +148,18 @@ def main(argv: list[str] | None = None) -> int:
         **run(args.variant, args.seed, args.steps),
         "wall_seconds": round(time.time() - start, 1),
     }
-    text = json.dumps(out, indent=1)
-    if args.out:
-        args.out.write_text(text + "\n")
-        print(f"wrote {args.out}")
+    write_record(out, args.out)
+    return 0
+
+
+def write_record(record: dict, path: Path | None) -> None:
+    """A run's record as JSON: into ``path`` when given (saying so), else on standard output."""
+    text = json.dumps(record, indent=1)
+    if path:
+        path.write_text(text + "\n")
+        print(f"wrote {path}")
     else:
         print(text)
-    return 0
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ inside each repeat (alternating, so that a busy machine slows them alike) and ea
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -21,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from .scale import VARIANTS, build
+from .scale import VARIANTS, build, write_record
 
 __all__ = ["LENGTHS", "NEW", "REPEATS", "measure", "main"]
 
@@ -75,12 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         "spread_ms": {v: {str(n): round(1000 * (max(t) - min(t)), 3) for n, t in times[v].items()} for v in times},
         "cache_numbers": {v: {str(n): numbers[v][n] for n in args.lengths} for v in numbers},
     }
-    text = json.dumps(out, indent=1)
-    if args.out:
-        args.out.write_text(text + "\n")
-        print(f"wrote {args.out}")
-    else:
-        print(text)
+    write_record(out, args.out)
     return 0
 
 
