@@ -26,7 +26,7 @@ from transformer_course.grading.closed_world import closed_world_problem, module
 from transformer_course.grading.given import given_code
 from transformer_course.grading.host import isolation, limits, sandbox
 from transformer_course.grading.host.grader import grade_notebook
-from transformer_course.grading.static_check import clean_source, static_problem
+from transformer_course.grading.static_check import clean_source, notebook_definitions, static_problem
 
 needs_bwrap = pytest.mark.skipif(
     not isolation.bwrap_available(), reason="bubblewrap is not available here: install it with `make sandbox` (as root)"
@@ -38,43 +38,62 @@ needs_memory = pytest.mark.skipif(
 
 
 def _imports(chapter: int, root: Path) -> str:
-    pristine = json.loads((root / "notebooks" / registry.chapter_notebook(chapter)).read_text())
-    return given_code(pristine)["__imports__"]
+    """The chapter's imports as the grader reads them: the given cells', and the course package's."""
+    given = given_code(json.loads((root / "notebooks" / registry.chapter_notebook(chapter)).read_text()))
+    return given["__imports__"] + "\n" + given["__course_imports__"]
 
 
-def _honest_cells(root: Path) -> list[tuple[str, int, str]]:
-    """(label, chapter, code) of every exercise cell the course has: solutions, student starters, wrong answers."""
-    cells = []
-    for folder in ("solutions", "notebooks"):
-        for chapter in registry.CHAPTER_MODULES:
-            nb = json.loads((root / folder / notebook_name(chapter)).read_text())
-            for cell in nb["cells"]:
-                source = "".join(cell["source"])
-                ex = exercise_id({**cell, "source": source})
-                if ex:
-                    cells.append((f"{folder} {ex}", chapter, source))
-    for chapter, index, answers in wrong_rounds():
-        cells += [(f"wrong answer {ex} (round {index})", chapter, code) for ex, code in answers.items()]
+def _given_sources(chapter: int, root: Path) -> list[str]:
+    given = given_code(json.loads((root / "notebooks" / registry.chapter_notebook(chapter)).read_text()))
+    return [given["__imports__"], *(s for k, v in given.items() if not k.startswith("__") for s in v)]
+
+
+def _exercise_cells(path: Path) -> dict[str, str]:
+    cells = {}
+    for cell in json.loads(path.read_text())["cells"]:
+        source = "".join(cell["source"])
+        ex = exercise_id({**cell, "source": source})
+        if ex:
+            cells[ex] = source
     return cells
 
 
+def _honest_submissions(root: Path) -> list[tuple[str, int, dict[str, str]]]:
+    """(label, chapter, its exercise cells) of every submission the course has: solutions, student starters, and
+    the solutions with each round of wrong answers in."""
+    subs = []
+    for chapter in registry.CHAPTER_MODULES:
+        for folder in ("solutions", "notebooks"):
+            subs.append((folder, chapter, _exercise_cells(root / folder / notebook_name(chapter))))
+    for chapter, index, answers in wrong_rounds():
+        solutions = _exercise_cells(root / "solutions" / notebook_name(chapter))
+        subs.append((f"wrong answers (round {index})", chapter, {**solutions, **answers}))
+    return subs
+
+
 def test_every_honest_cell_of_the_course_is_inside_the_closed_world(course_root):
-    """No exercise needs what the closed world refuses: the course's own cells, right and wrong, all pass it."""
-    cells = _honest_cells(course_root)
-    assert len(cells) > 200
-    imports = {c: module_aliases(_imports(c, course_root)) for c in registry.CHAPTER_MODULES}
+    """No exercise needs what the closed world refuses: the course's own cells, right and wrong, all pass it, judged
+    as the grader judges them (with the names and attributes the notebook and the submission define)."""
+    subs = _honest_submissions(course_root)
+    assert sum(len(cells) for _, _, cells in subs) > 200
     refused = []
-    for label, chapter, source in cells:
-        code, _ = clean_source(source)
-        problem = closed_world_problem(ast.parse(code), imports[chapter])
-        if problem and "transformer_course" not in problem:  # a wrong answer that imports the course: refused
-            refused.append(f"{label}: {problem}")
+    for label, chapter, cells in subs:
+        aliases = module_aliases(_imports(chapter, course_root))
+        names, attributes = notebook_definitions(_given_sources(chapter, course_root) + list(cells.values()))
+        for ex, source in cells.items():
+            code, _ = clean_source(source)
+            problem = closed_world_problem(ast.parse(code), aliases, names, attributes)
+            if problem and "transformer_course" not in problem:  # a wrong answer that uses the course: refused
+                refused.append(f"{label} {ex}: {problem}")
     assert refused == []
 
 
 _SDPA = "def scaled_dot_product_attention(q, k, v, mask=None):\n"
+_GETTER = "class P:\n    def get(self, name):\n        return getattr(self, name)\n"
 
-# One case per route: (what it does, the cell, a word the refusal must say). The first five are the issue's.
+# One case per route: (what it does, the cell, a word the refusal must say). By kind: modules and threads; names
+# (a refused built-in aliased, passed as a value, or reached through an exemption by name); attributes (private,
+# dunder, the interpreter's, named by a string); syntax the checker does not read; the course's code read back.
 ROUTES = [
     (
         "a lower-level operator",
@@ -95,18 +114,10 @@ ROUTES = [
     (
         "PyTorch's guards reached with getattr on a built string",
         _SDPA + "    with getattr(torch, '_' + 'C').DisableTorchFunction():\n        return q\n",
-        "computed name",
+        "computed at run time",
     ),
-    (
-        "the answer channel wrapped",
-        "import gc\nfor o in gc.get_objects():\n    pass\n",
-        "`gc`",
-    ),
-    (
-        "the same, through a generator's frame",
-        "def g():\n    yield\nh = g()\nf = h.gi_frame.f_back\n",
-        "exposes running code",
-    ),
+    ("the answer channel wrapped", "import gc\nfor o in gc.get_objects():\n    pass\n", "`gc`"),
+    ("the same, through a generator's frame", "def g():\n    yield\nh = g()\nf = h.gi_frame.f_back\n", "exposes"),
     ("PyTorch's operators by name", "mm = torch.ops.aten.mm\n", "`torch.ops`"),
     ("a private name of the module", "nn_ops = torch._C._nn\n", "private"),
     ("a module as a value", "t = torch\n" + _SDPA + "    return t.nn.functional.softmax(q)\n", "other than through"),
@@ -121,13 +132,70 @@ ROUTES = [
     ("the same, through its code", "code = attention_scores.__code__\n", "__code__"),
     ("processes through PyTorch's data loader", "from torch.utils.data import DataLoader\n", "torch.utils.data"),
     ("a star import", "from torch.nn.functional import *\n", "imports *"),
-    ("setattr on a module", "setattr(F, 'softmax', None)\n", "other than through"),
+    ("setattr on a module", "setattr(F, 'softmax', None)\n", "inside a module"),
+    ("an assignment into a module", "F.softmax = torch.exp\n", "inside a module"),
+    # a refused built-in under another name, or passed as a value
+    ("getattr aliased", "g = getattr\nC = g(torch, '_C')\n", "other than by calling it"),
+    ("getattr passed to map", "C = list(map(getattr, [display], ['__globals__']))\n", "other than by calling it"),
+    ("getattr in a partial", "import functools\nC = functools.partial(getattr, display)('__globals__')\n", "calling"),
+    ("a refused built-in aliased", "e = eval\n", "`eval`"),
+    ("vars of a helper", "v = vars(display)\n", "`vars`"),
+    ("__import__ by its name", "s = __import__('sys')\n", "__import__"),
+    # an exemption by name: `self` is a parameter like any other
+    ("getattr on self with a computed name", _GETTER + "g = P.get(display, '__glob' + 'als__')\n", "computed"),
+    (
+        "a private attribute on self",
+        "class P:\n    def get(self):\n        return self._C\nc = P.get(torch)\n",
+        "private",
+    ),
+    ("an escape on self", "class P:\n    def get(self, x):\n        return self.load(x)\n", "load"),
+    # attributes named by strings, in the standard library's allowed modules
+    ("operator.attrgetter", "import operator\ng = operator.attrgetter('__globals__')(display)\n", "attrgetter"),
+    ("operator.methodcaller", "import operator\nm = operator.methodcaller('mro')\n", "methodcaller"),
+    ("str.format's fields", "s = '{0.__globals__}'.format(display)\n", "reads an attribute"),
+    ("str.format on a built string", "f = '{0.' + '__globals__}'\ns = f.format(display)\n", "made at run time"),
+    ("str.format_map", "s = '{x}'.format_map({'x': 1})\n", "format_map"),
+    (
+        "string.Formatter",
+        "import string\nv = string.Formatter().get_field('0.__globals__', [display], {})\n",
+        "Formatter",
+    ),
+    (
+        "typing.get_type_hints evaluates strings",
+        "import typing\nh = typing.get_type_hints(display)\n",
+        "get_type_hints",
+    ),
+    (
+        "functools.singledispatch evaluates annotations",
+        "import functools\nd = functools.singledispatch(len)\n",
+        "singledispatch",
+    ),
+    ("a class made from strings", "T = type('T', (), {'__getattr__': print})\n", "more than one argument"),
+    ("a dunder method assigned in a class body", "class T:\n    __getattr__ = print\n", "__getattr__"),
+    # syntax the checker does not read
+    (
+        "a class pattern reads attributes by name",
+        "match display:\n    case object(__globals__=g):\n        pass\n",
+        "match",
+    ),
+    ("a coroutine's frame", "async def f():\n    pass\n", "async def"),
+    ("a metaclass", "class T(metaclass=abs):\n    pass\n", "metaclass"),
+    # the course's code and the worker's helpers read back
+    ("a code object's constants", "def g():\n    yield\nc = g().gi_code.co_consts\n", "exposes"),
+    (
+        "a closure's cells",
+        "def f():\n    x = 1\n    return lambda: x\nc = f().__closure__[0].cell_contents\n",
+        "__closure__",
+    ),
+    ("an underscore name the notebook does not define", "w = _Watch\n", "`_Watch`"),
+    ("an attribute on no list", "d = display.func_globals\n", "not on the list"),
+    ("the course package's functions", "y = decoding.length_penalty(3, 0.6)\n", "transformer_course"),
 ]
 
 
 @pytest.mark.parametrize("what, cell, word", ROUTES, ids=[r[0] for r in ROUTES])
 def test_each_route_around_the_watch_is_refused_before_it_runs(course_root, what, cell, word):
-    chapter = 9 if "mock" in cell else 5
+    chapter = 9 if "mock" in cell or "decoding" in cell else 5
     ex = registry.get("9.1" if chapter == 9 else "5.3")
     names = {e.name for e in registry.chapter_exercises(chapter)}
     problem = static_problem(cell, ex, names, _imports(chapter, course_root))
@@ -223,3 +291,34 @@ def test_the_whole_sandbox_is_under_one_memory_limit():
     finally:
         worker.close()
     assert torch.ones(1).item() == 1.0  # the grader's own process is untouched
+
+
+def test_the_workers_helpers_carry_nothing_of_the_worker():
+    """What the worker puts in the student's namespace (``display``) reaches nothing of the worker: its globals hold
+    print and repr only, never the worker's modules, its answer channel or ``open``. Run past the static check, as
+    code that had found a way round it would."""
+    worker = sandbox.Worker("process", memory_mb=2048, cpu_seconds=120)
+    try:
+        assert worker.wait_ready(120)
+        source = (
+            "seen = sorted(display.__globals__)\n"
+            "assert seen == ['__builtins__', 'display'], seen\n"
+            "assert sorted(display.__globals__['__builtins__']) == ['print', 'repr']\n"
+            "assert display('shown') is None\n"
+        )
+        answer = worker.request({"op": "exec", "source": source, "timeout": 30}, 30)
+    finally:
+        worker.close()
+    assert answer == {"ok": True}, answer
+
+
+def test_reading_the_lists_draws_no_random_number():
+    """The self-check reads the allow-list in a student's kernel: making the layers whose attributes it lists must not
+    move PyTorch's random generator, or the notebook's stored outputs after a self-check would change."""
+    from transformer_course.grading import allowed
+
+    for cached in (allowed._layers, allowed.library_attributes, allowed.library_private_attributes):
+        cached.cache_clear()
+    state = torch.random.get_rng_state()
+    assert "weight_ih_l0" in allowed.library_attributes() and "_parameters" in allowed.library_private_attributes()
+    assert torch.equal(torch.random.get_rng_state(), state)

@@ -45,11 +45,12 @@ _INIT = """class LSTM(nn.Module):
             d_in = input_size if k == 0 else hidden_size
             for name, shape in ((f"weight_ih_l{k}", (4 * hidden_size, d_in)), (f"weight_hh_l{k}", (4 * hidden_size, hidden_size)),
                                 (f"bias_ih_l{k}", (4 * hidden_size,)), (f"bias_hh_l{k}", (4 * hidden_size,))):
-                setattr(self, name, nn.Parameter(torch.empty(shape).uniform_(-bound, bound)))
+                weight = nn.Parameter(torch.empty(shape).uniform_(-bound, bound))
+                self.register_parameter(name, weight)
 
     def layer_weights(self, k):
-        return (getattr(self, f"weight_ih_l{k}"), getattr(self, f"weight_hh_l{k}"),
-                getattr(self, f"bias_ih_l{k}"), getattr(self, f"bias_hh_l{k}"))
+        return (self.get_parameter(f"weight_ih_l{k}"), self.get_parameter(f"weight_hh_l{k}"),
+                self.get_parameter(f"bias_ih_l{k}"), self.get_parameter(f"bias_hh_l{k}"))
 
     def forward(self, x, state=None):
 """

@@ -112,7 +112,7 @@ WRONG_ROUNDS = [
         + (  # PyTorch's causal flag: with one query it sees the first key only
             "    k = k_new if cache_k is None else torch.cat([cache_k, k_new], dim=2)\n"
             "    v = v_new if cache_v is None else torch.cat([cache_v, v_new], dim=2)\n"
-            "    return F.scaled_dot_product_attention(q, k, v, is_causal=True), k, v\n"
+            "    return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True), k, v\n"
         ),
         # a near miss: the trap is there, but the lure's continuation is not flat enough (0.22 nats)
         "9.3": _trap(lure=0.45, lure_eos=0.5, good_eos=0.7),

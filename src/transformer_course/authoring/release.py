@@ -2,12 +2,15 @@
 
     python -m transformer_course.authoring.release           # write notebooks/
     python -m transformer_course.authoring.release --check   # exit 1 if notebooks/ is out of date
+    python -m transformer_course.authoring.release --leaks   # exit 1 if a given cell answers an exercise
 
 Each solution block becomes ``raise NotImplementedError(...)``, outputs and execution counts are
 cleared, cells tagged ``solution-only`` are dropped, exercise cells are tagged ``raises-exception``,
 citation roles ({cite:p}`key`, which JupyterLab would show raw) become author-year text from
 book/references.bib, and a short banner says how to work the notebook. The output is a pure function of the input, so a
-test can regenerate it and compare.
+test can regenerate it and compare. The tool writes nothing while a given cell (any code cell that is not an exercise
+cell, which the student sees) answers one of its chapter's exercises (``given_leaks``): it names the chapter, the
+cell, the function and the exercise.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import nbformat
 from ..grading import registry
 from ..grading.cells import HEADER, blank_solution, exercise_id
 from ..repository import course_root
-from . import citations
+from . import citations, given_leaks, given_runs
 
 BANNER_TAG = "student-banner"
 BANNER = """\
@@ -119,10 +122,39 @@ def render(solution_path: Path, bib: Path | None = None) -> str:
     return nbformat.writes(student) + "\n"
 
 
+class GivenCellLeak(ValueError):
+    """A given cell answers an exercise (``given_leaks``): the release writes nothing."""
+
+
+def chapter_notebooks(root: Path, chapter: int) -> dict[str, tuple[dict, dict]]:
+    """{notebook name: (solution, student notebook)} for every notebook of the chapter in root's solutions/."""
+    out: dict[str, tuple[dict, dict]] = {}
+    for path in sorted((root / "solutions").glob(f"{chapter:02d}_*.ipynb")):
+        solution = nbformat.read(path, as_version=4)
+        out[path.name] = (solution, make_student(solution, chapter, path.name, root / "book" / "references.bib"))
+    return out
+
+
+def given_cell_leaks(root: Path, chapters: list[int] | None = None) -> list[given_leaks.Leak]:
+    """The given functions that answer one of their chapter's exercises, by both checks (``given_leaks``,
+    ``given_runs``), in the chapters given (default: every chapter of root's solutions/ that has exercises)."""
+    found = {int(p.name[:2]) for p in (root / "solutions").glob("[0-9][0-9]_*.ipynb")} & set(registry.CHAPTER_MODULES)
+    leaks = []
+    for chapter in sorted(found) if chapters is None else chapters:
+        notebooks = chapter_notebooks(root, chapter)
+        leaks += given_leaks.ast_leaks(chapter, notebooks) + given_runs.run_leaks(chapter, notebooks)
+    return leaks
+
+
 def release(root: Path, check_only: bool = False) -> list[str]:
-    """Write (or, with check_only, compare) every student notebook; return the names that differ."""
+    """Write (or, with check_only, compare) every student notebook; return the names that differ. Before writing,
+    refuse (GivenCellLeak) a chapter whose given cells answer one of its exercises."""
     stale = []
     solutions = sorted((root / "solutions").glob("[0-9]*.ipynb"))
+    if not check_only:
+        leaks = given_cell_leaks(root)
+        if leaks:
+            raise GivenCellLeak(given_leaks.refusal(leaks))
     for path in solutions:
         target = root / "notebooks" / path.name
         text = render(path, root / "book" / "references.bib")
@@ -143,10 +175,19 @@ def release(root: Path, check_only: bool = False) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="course-release", description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="only report notebooks that are out of date")
+    parser.add_argument("--leaks", action="store_true", help="only list the given cells that answer an exercise")
     parser.add_argument("--root", type=Path, default=None, help="the course folder (default: found from this package)")
     args = parser.parse_args(argv)
     root = args.root or course_root()
-    stale = release(root, check_only=args.check)
+    if args.leaks:
+        leaks = given_cell_leaks(root)
+        print(given_leaks.refusal(leaks) if leaks else "no given cell answers an exercise")
+        return 1 if leaks else 0
+    try:
+        stale = release(root, check_only=args.check)
+    except GivenCellLeak as exc:
+        print(f"refused: {exc}", file=sys.stderr)
+        return 1
     if args.check:
         if stale:
             print("out of date (run `make release`): " + ", ".join(stale))

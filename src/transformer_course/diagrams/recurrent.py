@@ -24,20 +24,22 @@ def _on_circle(c: Box, towards: tuple[float, float]) -> tuple[float, float]:
 def rnn_cell() -> Diagram:
     """One step of a vanilla RNN: the previous state h_{t-1} and the input x_t go through one tanh layer, whose
     output h_t is the new state (passed to the next step, and read as the output)."""
-    c = Canvas(5.6, 2.75)
-    cell = c.box(2.8, 1.3, 3.1, 0.75, r"$h_t = \tanh(W_{xh}\,x_t + W_{hh}\,h_{t-1} + b)$", "recurrent", part="cell")
+    c = Canvas(6.4, 2.75)
+    label = r"$h_t = \tanh(W_{ih}\,x_t + b_{ih} + W_{hh}\,h_{t-1} + b_{hh})$"
+    cell = c.box(3.2, 1.3, 3.9, 0.75, label, "recurrent", part="cell")
     prev = c.box(0.45, 1.3, 0.6, 0.42, "$h_{t-1}$", "state", part="state", index="previous")
-    new = c.box(5.15, 1.3, 0.6, 0.42, "$h_t$", "state", part="state", index="next")
-    x = c.box(2.8, 0.35, 0.6, 0.42, "$x_t$", "input", part="input")
+    new = c.box(5.95, 1.3, 0.6, 0.42, "$h_t$", "state", part="state", index="next")
+    x = c.box(3.2, 0.35, 0.6, 0.42, "$x_t$", "input", part="input")
     c.arrow(prev.right, cell.left)
     c.arrow(x.top, cell.bottom)
     c.arrow(cell.right, new.left)
     c.arrow(new.top, (new.x, 1.95))
     c.text(new.x, 2.1, "to step $t+1$", va="center")
-    c.text(2.8, 2.45, "the same weights $W_{xh}$, $W_{hh}$, $b$ at every time step")
+    c.text(3.2, 2.45, "the same weights $W_{ih}$, $W_{hh}$, $b_{ih}$, $b_{hh}$ at every time step")
     alt = (
         "One step of a recurrent neural network: the previous hidden state h_{t-1} and the input x_t go through "
-        "one tanh layer, h_t = tanh(W_xh x_t + W_hh h_{t-1} + b), whose output h_t is passed to the next step."
+        "one tanh layer, h_t = tanh(W_ih x_t + b_ih + W_hh h_{t-1} + b_hh), whose output h_t is passed to the "
+        "next step."
     )
     return render(c, alt)
 
@@ -61,7 +63,7 @@ def rnn_unrolled(n_steps: int = 4) -> Diagram:
         c.arrow(cell.top, out.bottom)
         c.arrow(previous.right, cell.left, label=f"$h_{{{i - 1}}}$" if i > 1 else None)
         previous = cell
-    c.text(width / 2, 2.72, "one cell, the same weights $W_{xh}$, $W_{hh}$, $b$ at every step")
+    c.text(width / 2, 2.72, "one cell, the same weights $W_{ih}$, $W_{hh}$, $b_{ih}$, $b_{hh}$ at every step")
     alt = (
         f"A recurrent network unrolled over {n} time step{'s' if n > 1 else ''}: {n} cop{'ies' if n > 1 else 'y'} "
         f"of one tanh cell, with the same weights, read x_1 to x_{n} in order; each passes its hidden state to "

@@ -121,7 +121,7 @@ class _StepReturnsOldState(ref.DecoderStep):
 def _given_step(g: torch.Generator, vocab: int, d_emb: int, d_hidden: int) -> ref.DecoderStep:
     step = ref.DecoderStep(vocab, d_emb, d_hidden).double()
     step.load_state_dict(_step_state(g, vocab, d_emb, d_hidden))
-    # How the grader rebuilds this input inside its sandbox, from exercise 3.2's code: see grader._encode_input.
+    # How the grader rebuilds this input inside its sandbox, from exercise 3.2's code: see host/cases.py, _encode_input.
     step.course_given = ("3.2", (vocab, d_emb, d_hidden))  # type: ignore[assignment]  # a plain attribute
     return step.eval()
 

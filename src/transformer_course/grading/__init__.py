@@ -10,15 +10,16 @@ The map. Each folder holds the code that runs in one place:
 folder       where it runs                                 modules
 ===========  ============================================  =====================================================
 ``host/``    the instructor's grading process: trusted     ``cli``, ``grader``, ``sandbox`` (starts the worker),
-                                                           ``isolation``, ``limits``, ``submission``,
-                                                           ``fallback``, ``verdicts``, ``report``, ``overview``
+                                                           ``isolation``, ``limits``, ``submission``, ``cases``,
+                                                           ``fallback``, ``witness`` (the second run),
+                                                           ``verdicts``, ``report``, ``overview``
 ``inside/``  the sandbox, in one process with the          ``worker``, a plain script
              student's code: untrusted
-``kernel/``  the student's Jupyter kernel                  ``selfcheck`` (``check``), ``attempt``
+``kernel/``  the student's Jupyter kernel                  ``selfcheck`` (``check``), ``attempt``, ``given_names``
 ``kits/``    what an instructor hands out: a classroom     ``classroom``, ``gradescope``, ``gradescope_kit/``
              repository's CI, a Gradescope autograder
 top level    shared by more than one of the above          ``registry``, ``codec``, ``cells``, ``closed_world``,
-                                                           ``static_check``, ``given``
+                                                           ``allowed`` (its lists), ``static_check``, ``given``
 ===========  ============================================  =====================================================
 
 The trust boundary is the sandbox's edge. The host holds the registry, the reference implementations, the secret

@@ -1,90 +1,47 @@
-"""What a graded cell may reach, decided on its syntax tree before it runs: a closed world.
+"""What a graded cell may reach, decided on its syntax tree before it runs: a closed world, by an allow-list.
 
 Why: the watch that records forbidden PyTorch built-ins (``inside/worker.py``) runs in the process that runs the
-student's code, as do the answer channel and the course's code. Whatever Python lets a program reach, a cell
-could patch, so the grader decides before anything runs that a cell cannot reach them. A cell is refused,
-with a message that names what it used, when it
+student's code, as do the answer channel and the course's code. Whatever Python lets a program reach, a cell could
+patch, so the grader decides before anything runs that a cell reaches only what is listed (``allowed.py``):
 
-- imports a module outside ``ALLOWED_MODULES`` (``sys``, ``os``, ``threading``, ``importlib``, ``ctypes`` ...),
-  or reaches one through an attribute (``torch.ops``, ``torch.jit``, ``torch.multiprocessing``, ``F.importlib``);
-- uses a module other than through its attributes (``m = torch``), so that every attribute chain that starts
-  at a module can be followed here, in the grader, on the real module;
-- uses a dunder name or attribute (``__main__``, ``__globals__``, ``__class__``; ``__init__`` and ``__name__``
-  excepted), a private attribute (``torch._C``; ``self._x`` excepted), or the attributes through which Python
-  exposes frames and code (``gi_frame``, ``f_globals``, ``tb_frame`` ...);
-- calls ``exec``, ``eval``, ``compile``, ``open``, ``globals`` and the like, or ``getattr``/``setattr``/``hasattr``
-  with a computed name on anything but ``self`` (a constant name is read as the attribute it names);
-- defines a dunder method other than the ordinary ones (``__torch_function__``, ``__del__``, ``__getattr__``);
-- reaches what loads or runs code or memory PyTorch does not watch (``torch.load``, ``.numpy()``, ``torch.compile``).
+- every node of its syntax tree is of a listed kind (``allowed.NODES``);
+- every name it reads is its own (bound in the cell), the notebook's (the given cells' and the submission's other
+  exercise cells'), or a listed built-in; a name starting with an underscore only if the cell or the notebook
+  binds it; ``getattr``/``hasattr``/``setattr``/``delattr`` only called, with a constant name, which is then checked
+  as the attribute it names; ``type`` only with one argument;
+- every module it imports or reaches is listed, and so is each attribute it touches on one (``module_attribute``);
+  a module is used only through its attributes (``m = torch`` is refused, so that every chain that starts at a
+  module is followed here, on the real module), and nothing is assigned into one;
+- every attribute it uses on a value is a listed one (``allowed.library_attributes``) or one the cell or the
+  notebook assigns; a private one (``_x``) only if the cell or the notebook assigns it and no library type has it; a
+  dunder only ``__init__``/``__name__``; never one through which Python exposes code, frames or generators, never
+  one of ``allowed.ESCAPES``; ``str.format`` only on a constant whose fields read no attribute;
+- its classes take no keywords (a metaclass), and define only ordinary dunder methods.
 
-No exercise needs any of it: tests/test_grader_closed_world.py runs every solution, student starter and wrong
-answer of the course through these rules and finds nothing to refuse.
+No refusal and no exemption rests on how something is spelled: an alias of a built-in is a use of it, ``self`` is a
+name like any other. No exercise needs anything else: tests/test_grader_closed_world.py runs every solution, student
+starter and wrong answer of the course through these rules and finds nothing to refuse, and one case per route a
+hostile student could take around them.
 
 These rules guard the sandbox but never run in it: the grader applies them before it sends a cell
-(``static_check``), and the self-check applies the same ones in the student's kernel. Shared, so at the top level.
+(``static_check``), and the self-check applies the same ones in the student's kernel.
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
 import functools
-import importlib
+import string
 import types
 
-__all__ = ["ALLOWED_MODULES", "module_aliases", "closed_world_problem", "forbidden_family"]
+from . import allowed
+from .allowed import MODULES, import_module, module_attribute
 
-# What an exercise cell may import, or reach through attributes: PyTorch's numerical parts and the standard
-# library's plain data structures and numerics. Nothing here reaches threads, processes, files or interpreters.
-ALLOWED_MODULES = frozenset(
-    {
-        "torch",
-        "torch.nn",
-        "torch.nn.functional",
-        "torch.nn.init",
-        "torch.nn.utils",  # clip_grad_norm_, in a training experiment
-        "torch.optim",
-        "torch.optim.lr_scheduler",
-        "torch.linalg",
-        "torch.special",
-        "torch.fft",
-        "torch.distributions",
-        "torch.autograd",
-        "math",
-        "cmath",
-        "random",
-        "statistics",
-        "collections",
-        "itertools",
-        "functools",
-        "operator",
-        "heapq",
-        "bisect",
-        "dataclasses",
-        "typing",
-        "enum",
-        "copy",
-        "string",
-        "re",
-        "time",
-        "__future__",
-    }
-)
-BUILTINS_REFUSED = frozenset(
-    {"exec", "eval", "compile", "open", "input", "globals", "locals", "vars", "breakpoint", "help", "exit", "quit"}
-)
-DYNAMIC = frozenset({"getattr", "setattr", "delattr", "hasattr"})
-DUNDERS_ALLOWED = frozenset({"__init__", "__name__"})
-METHODS_ALLOWED = frozenset(
-    {"__init__", "__call__", "__repr__", "__str__", "__len__", "__getitem__", "__iter__", "__next__",
-     "__contains__", "__eq__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__", "__post_init__"}
-)  # fmt: skip
-# How Python exposes running frames and code objects without a dunder: the way to another module's globals.
-INTROSPECTION = frozenset(
-    {"gi_frame", "gi_code", "gi_yieldfrom", "cr_frame", "cr_code", "cr_await", "ag_frame", "ag_code", "f_back",
-     "f_globals", "f_locals", "f_builtins", "f_code", "f_trace", "tb_frame", "tb_next"}
-)  # fmt: skip
-# What loads or runs code, or reaches memory, outside what PyTorch's watch can see.
-ESCAPES = frozenset({"load", "loads", "compile", "numpy", "tofile", "ctypes", "from_file", "jit", "ops"})
+__all__ = ["closed_world_problem", "defined", "forbidden_family", "module_aliases"]
+
+_CONSTRUCTS = {"AsyncFunctionDef": "async def", "AsyncFor": "async for", "AsyncWith": "async with",
+               "Await": "await", "Match": "match", "match_case": "case", "TryStar": "except*"}  # fmt: skip
 
 
 def forbidden_family(name: str, forbidden: tuple[str, ...] | frozenset[str]) -> str | None:
@@ -116,25 +73,49 @@ def module_aliases(imports: str) -> dict[str, str]:
 
 def _bind(node: ast.Import | ast.ImportFrom, aliases: dict[str, str]) -> None:
     """Add to aliases the names that one import statement binds to modules: ``import a.b`` binds ``a`` to ``a``,
-    ``import a.b as c`` binds ``c`` to ``a.b``, ``from a import b`` binds ``b`` to ``a.b`` where that is a module.
-    One place for the chapter's imports (``module_aliases``) and a cell's own (``closed_world_problem``), so that
-    both read an import alike. A relative import binds nothing here (a cell's is refused before it is bound)."""
+    ``import a.b as c`` binds ``c`` to ``a.b``, ``from a import b`` binds ``b`` to ``a.b`` where that is a module."""
     if isinstance(node, ast.Import):
         for a in node.names:
             top = a.name.split(".")[0]
             aliases[a.asname or top] = a.name if a.asname else top
     elif node.module and not node.level:
         for a in node.names:
-            if _is_module(f"{node.module}.{a.name}"):
+            if isinstance(getattr(import_module(node.module), a.name, None), types.ModuleType):
                 aliases[a.asname or a.name] = f"{node.module}.{a.name}"
 
 
-def _is_module(dotted: str) -> bool:
-    try:
-        importlib.import_module(dotted)
-        return True
-    except Exception:  # noqa: BLE001 - not importable as a module (a function, a class, or nothing)
-        return False
+def defined(tree: ast.AST) -> tuple[set[str], set[str]]:
+    """What a piece of code defines: (names it binds, attributes it assigns or its classes define)."""
+    names: set[str] = set()
+    attributes: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    attributes.add(item.name)
+                targets = item.targets if isinstance(item, ast.Assign) else [getattr(item, "target", None)]
+                attributes |= {t.id for t in targets if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
+            attributes.add(node.attr)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _REGISTERS:
+            first = node.args[0] if node.args else None
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                attributes.add(first.value)  # self.register_buffer("pe", ...) defines self.pe
+    return names, attributes
+
+
+# nn.Module's methods that define an attribute by its name: a buffer, a parameter, a submodule.
+_REGISTERS = frozenset({"register_buffer", "register_parameter", "add_module", "register_module"})
 
 
 def _chain(node: ast.expr) -> tuple[str | None, list[str]]:
@@ -146,100 +127,172 @@ def _chain(node: ast.expr) -> tuple[str | None, list[str]]:
     return (node.id if isinstance(node, ast.Name) else None), attrs[::-1]
 
 
-def _attribute_problem(attr: str, on_self: bool) -> str | None:
-    if attr.startswith("__") and attr.endswith("__"):
-        return None if attr in DUNDERS_ALLOWED else f"the dunder attribute `{attr}`"
-    if attr.startswith("_") and not on_self:
-        return f"the private attribute `{attr}`"
-    if attr in INTROSPECTION:
-        return f"`{attr}`, through which Python exposes running code"
-    if attr in ESCAPES and not on_self:
-        return f"`.{attr}`, which loads or runs code or reaches memory that grading cannot watch"
-    return None
+class _Checker:
+    """One cell's check: the names and attributes it may use, and the first problem found, with its line."""
 
+    def __init__(self, tree: ast.AST, aliases: dict[str, str], names: frozenset[str], attributes: frozenset[str]):
+        self.aliases = dict(aliases)
+        own_names, own_attributes = defined(tree)
+        self.names = own_names | names
+        self.attributes = own_attributes | attributes
+        self.bases = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+        self.called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
 
-def _follow(module: str, attrs: list[str]) -> str | None:
-    """Follow ``module.a.b...`` on the real modules, here in the grader: every module it passes must be allowed."""
-    if module not in ALLOWED_MODULES:
-        return f"the module `{module}`"
-    try:
-        obj: object = importlib.import_module(module)
-    except Exception:  # noqa: BLE001 - an allowed module missing here: nothing to follow
-        return None
-    for attr in attrs:
-        if not isinstance(obj, types.ModuleType):
-            return None  # past the modules: a function or class, whose attributes the rules above cover
-        found = vars(obj).get(attr, _MISSING)
-        if found is _MISSING:
-            if hasattr(type(obj), "__getattr__") or "__getattr__" in vars(obj):
-                return f"`{obj.__name__}.{attr}`, which is not a plain attribute of its module"
-            return None  # no such attribute: the cell will fail on it by itself
-        if isinstance(found, types.ModuleType) and found.__name__ not in ALLOWED_MODULES:
-            reached = f"{obj.__name__}.{attr}"
-            return f"the module `{found.__name__}`" + (f" (as `{reached}`)" if reached != found.__name__ else "")
-        obj = found
-    return None
-
-
-_MISSING = object()
-
-
-def closed_world_problem(tree: ast.AST, aliases: dict[str, str]) -> str | None:
-    """What in the cell reaches outside the closed world, as words for the report; None if nothing does."""
-    aliases = dict(aliases)
-    for node in ast.walk(tree):  # the cell's own imports: each must be allowed, and binds an alias
+    def imports(self, node: ast.Import | ast.ImportFrom) -> str | None:
         if isinstance(node, ast.Import):
             for a in node.names:
-                if a.name not in ALLOWED_MODULES:
+                if a.name not in MODULES:
                     return f"it imports `{a.name}`"
-            _bind(node, aliases)  # bound once every name passed: a refused statement returns with nothing bound
-        elif isinstance(node, ast.ImportFrom):
-            if node.level or not node.module or node.module not in ALLOWED_MODULES:
+        else:
+            if node.level or not node.module or node.module not in MODULES:
                 return f"it imports from `{'.' * node.level}{node.module or ''}`"
+            module = import_module(node.module)
             for a in node.names:
                 if a.name == "*":
                     return f"it imports * from `{node.module}`"
-                if _attribute_problem(a.name, False):
-                    return f"it imports `{a.name}` from `{node.module}`"
-                problem = _follow(node.module, [a.name])
+                problem = module_attribute(module, a.name) if module else None
                 if problem:
-                    return f"it uses {problem}"
-            _bind(node, aliases)
-    bases = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
-    for node in ast.walk(tree):
-        problem = _node_problem(node, aliases, bases)
-        if problem:
-            return problem
-    return None
+                    return f"it imports {problem}"
+        _bind(node, self.aliases)
+        return None
 
+    def name(self, node: ast.Name) -> str | None:
+        n = node.id
+        if n.startswith("__") and n.endswith("__") and n not in allowed.DUNDERS:
+            return f"it uses the name `{n}`"
+        if not isinstance(node.ctx, ast.Load) or n in self.names:
+            if n in self.aliases and isinstance(node.ctx, ast.Load) and id(node) not in self.bases:
+                return f"it uses the module `{n}` other than through its attributes (as in `{n}.x`)"
+            return None
+        if n in self.aliases and id(node) not in self.bases:
+            return f"it uses the module `{n}` other than through its attributes (as in `{n}.x`)"
+        if hasattr(builtins, n) and n not in self.aliases:
+            if n not in allowed.BUILTINS:
+                return f"it uses the built-in `{n}`"
+            if n in allowed.CALL_SHAPED and id(node) not in self.called:
+                return f"it uses `{n}` other than by calling it"
+        elif n.startswith("_") and n not in self.aliases:
+            return f"it uses the name `{n}`, which neither the cell nor the notebook defines"
+        return None
 
-def _node_problem(node: ast.AST, aliases: dict[str, str], bases: set[int]) -> str | None:
-    if isinstance(node, ast.Name):
-        if node.id.startswith("__") and node.id.endswith("__") and node.id not in DUNDERS_ALLOWED:
-            return f"it uses the name `{node.id}`"
-        if node.id in BUILTINS_REFUSED:
-            return f"it uses `{node.id}`, which graded cells may not use"
-        if node.id in aliases and id(node) not in bases and isinstance(node.ctx, ast.Load):
-            return f"it uses the module `{node.id}` other than through its attributes (as in `{node.id}.x`)"
-    elif isinstance(node, ast.Attribute):
-        on_self = isinstance(node.value, ast.Name) and node.value.id == "self"
-        problem = _attribute_problem(node.attr, on_self)
-        if problem:
-            return f"it uses {problem}"
-        name, attrs = _chain(node)
-        if name in aliases and isinstance(node.ctx, ast.Load):
-            problem = _follow(aliases[name], attrs)
+    def attribute(self, node: ast.Attribute, format_call: bool = False) -> str | None:
+        attr = node.attr
+        if attr.startswith("__") and attr.endswith("__"):
+            return None if attr in allowed.DUNDERS else f"it uses the dunder attribute `{attr}`"
+        if attr in allowed.interpreter_attributes():
+            return f"it uses `{attr}`, through which Python exposes running code"
+        root, attrs = _chain(node)
+        if root in self.aliases:
+            if not isinstance(node.ctx, ast.Load):
+                return f"it assigns to `{root}.{'.'.join(attrs)}`, inside a module"
+            problem, owner = self._follow(self.aliases[root], attrs[:-1])
+            if problem or owner is not None:
+                return problem or self._of_module(owner, attr)
+        if attr.startswith("_"):
+            if attr in self.attributes and attr not in allowed.library_private_attributes():
+                return None
+            return f"it uses the private attribute `{attr}`"
+        if attr in ("format", "format_map"):
+            return None if format_call and attr == "format" else f"it uses `.{attr}`, which reads attributes by name"
+        if attr in allowed.ESCAPES:
+            return f"it uses `.{attr}`, which loads or runs code or reaches memory that grading cannot watch"
+        if attr in allowed.library_attributes() or attr in self.attributes:
+            return None
+        return (
+            f"it uses the attribute `.{attr}`, which is not on the list of what values offer nor one the cell assigns"
+        )
+
+    def _follow(self, module_name: str, attrs: list[str]) -> tuple[str | None, types.ModuleType | None]:
+        """(a problem, the module that the next attribute is read from): None as the module once the chain has
+        passed the modules, to a class or a function, whose attributes the rules for values cover."""
+        if module_name not in MODULES:
+            return f"it uses the module `{module_name}`", None
+        module = import_module(module_name)
+        for attr in attrs:
+            if module is None:
+                return None, None
+            problem = module_attribute(module, attr)
             if problem:
-                return f"it uses {problem}"
-    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in DYNAMIC:
+                return f"it uses {problem}", None
+            value = vars(module).get(attr)
+            if not isinstance(value, types.ModuleType):
+                return None, None
+            module = value
+        return None, module
+
+    def _of_module(self, module: types.ModuleType | None, attr: str) -> str | None:
+        problem = module_attribute(module, attr) if module else None
+        return f"it uses {problem}" if problem else None
+
+    def call(self, node: ast.Call) -> str | None:
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "format":
+            if not (isinstance(func.value, ast.Constant) and isinstance(func.value.value, str)):
+                return "it calls `.format` on a string made at run time, whose fields could read attributes by name"
+            fields = [f for _, f, _, _ in string.Formatter().parse(func.value.value) if f]
+            if any("." in f or "[" in f for f in fields):
+                return "it calls `.format` with a field that reads an attribute or an item"
+            return self.attribute(func, format_call=True)
+        if not isinstance(func, ast.Name) or func.id in self.names or func.id not in allowed.CALL_SHAPED:
+            return None
+        if func.id == "type":
+            return None if len(node.args) == 1 and not node.keywords else "it calls `type` with more than one argument"
         target = node.args[0] if node.args else None
-        name_arg = node.args[1] if len(node.args) > 1 else None
-        if isinstance(name_arg, ast.Constant) and isinstance(name_arg.value, str) and target is not None:
-            as_attribute = ast.Attribute(value=target, attr=name_arg.value, ctx=ast.Load())
-            return _node_problem(as_attribute, aliases, bases | {id(target)})
-        if not (isinstance(target, ast.Name) and target.id == "self"):
-            return f"it calls `{node.func.id}` with a computed name on something other than `self`"
-    elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        if node.name.startswith("__") and node.name.endswith("__") and node.name not in METHODS_ALLOWED:
-            return f"it defines the method `{node.name}`"
-    return None
+        name = node.args[1] if len(node.args) > 1 else None
+        if target is None or not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+            return f"it calls `{func.id}` with a name computed at run time"
+        ctx = ast.Load() if func.id in ("getattr", "hasattr") else ast.Store()
+        as_attribute = ast.copy_location(ast.Attribute(value=target, attr=name.value, ctx=ctx), node)
+        self.bases.add(id(target))
+        return self.attribute(as_attribute)
+
+    def node(self, node: ast.AST) -> str | None:
+        if type(node) not in allowed.NODES:
+            kind = type(node).__name__
+            return f"it uses the construct `{_CONSTRUCTS.get(kind, kind)}`"
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            return self.imports(node)
+        if isinstance(node, ast.Name):
+            return self.name(node)
+        if isinstance(node, ast.Attribute):
+            return None if self._format_func(node) else self.attribute(node)
+        if isinstance(node, ast.Call):
+            return self.call(node)
+        if isinstance(node, ast.ClassDef) and node.keywords:
+            return "it defines a class with keywords (a metaclass)"
+        if isinstance(node, ast.FunctionDef):
+            dunder = node.name.startswith("__") and node.name.endswith("__")
+            if dunder and node.name not in allowed.METHODS:
+                return f"it defines the method `{node.name}`"
+        return None
+
+    def _format_func(self, node: ast.Attribute) -> bool:
+        """A ``.format`` that is called: judged with its call (``call``), whose fields it reads."""
+        return node.attr == "format" and id(node) in self.called
+
+
+def closed_world_problem(
+    tree: ast.AST,
+    aliases: dict[str, str],
+    names: frozenset[str] | set[str] = frozenset(),
+    attributes: frozenset[str] | set[str] = frozenset(),
+) -> str | None:
+    """What in the cell reaches outside the closed world, as words for the report with the line; None if nothing.
+
+    aliases: the names the chapter's imports bind to modules; names, attributes: what the notebook defines (its
+    given cells, the submission's other exercise cells), which the cell may use as its own."""
+    checker = _Checker(tree, aliases, frozenset(names), frozenset(attributes))
+    # Imports first, in order: a cell's own import binds its alias for the rest of the cell. The problem reported is
+    # the first in the cell's text, the innermost where several start at one place (getattr(...) in getattr(...).x).
+    nodes = sorted(ast.walk(tree), key=lambda n: not isinstance(n, (ast.Import, ast.ImportFrom)))
+    found = []
+    for node in nodes:
+        problem = checker.node(node)
+        if problem:
+            # a node without a place (a `case` of a match) comes after those with one, which name its line
+            where = (getattr(node, "lineno", 10**9), getattr(node, "col_offset", 0), getattr(node, "end_col_offset", 0))
+            found.append((where, problem))
+    if not found:
+        return None
+    (line, _, _), problem = min(found, key=lambda item: item[0])
+    return problem + (f" (line {line})" if line < 10**9 else "")

@@ -3,7 +3,13 @@ sentence how a value differs from the expected one, or None when it matches with
 
 Tensors by shape, dtype and values (integers and booleans exactly, floating point within atol + rtol x |reference|,
 the tolerance and a wrong dtype named in the message); tuples item by item, with the names an exercise gives its
-parts; integers, strings and tuples of them (token ids, hypotheses) exactly and shown whole.
+parts; integers, strings and tuples of them (token ids, hypotheses) exactly and shown whole; a Python float within
+the tolerance, which its message names as the tensors' do.
+
+What an answer may return is what a task's words allow, in any of their honest spellings, and the grader takes the
+same (``codec`` carries them; tests/test_grader_forms.py holds both to it): a list where a tuple is asked for, at
+any depth (a hypothesis built as a list of token ids); a 0-d tensor where a number is (its number is compared);
+any dict, a ``Counter`` or an ``OrderedDict`` too, where a dict is.
 """
 
 from __future__ import annotations
@@ -36,6 +42,12 @@ def _real(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _tuples(value: Any) -> Any:
+    """Plain data with its lists as tuples, at every depth: a hypothesis returned as a list of token ids is the
+    hypothesis the task asks for."""
+    return tuple(_tuples(v) for v in value) if isinstance(value, (tuple, list)) else value
+
+
 def _count(value: Any) -> str:
     return "" if len(value) == 0 else f"{len(value)} item{'s' if len(value) > 1 else ''}: "
 
@@ -51,14 +63,41 @@ def _dtype(t: torch.Tensor) -> str:
     return str(t.dtype).replace("torch.", "")
 
 
+def _allowed(atol: float, rtol: float) -> str:
+    return f"{atol:g}" + (f" + {rtol:g} x |reference|" if rtol else "")
+
+
 def _tolerance(actual: torch.Tensor, expected: torch.Tensor, atol: float, rtol: float) -> str:
     """What a floating-point mismatch message adds: the tolerance, and the dtype when it is not the task's.
 
     A float32 answer to a float64 task misses a tolerance of 1e-10 by rounding alone; the message says so."""
-    allowed = f"{atol:g}" + (f" + {rtol:g} x |reference|" if rtol else "")
     if actual.dtype != expected.dtype:
-        return f" (allowed: {allowed}); it returned {_dtype(actual)}, the task asks for {_dtype(expected)}"
-    return f" (allowed: {allowed}, in {_dtype(actual)})"
+        return f" (allowed: {_allowed(atol, rtol)}); it returned {_dtype(actual)}, the task asks for {_dtype(expected)}"
+    return f" (allowed: {_allowed(atol, rtol)}, in {_dtype(actual)})"
+
+
+def _number(expected: Any, actual: Any, atol: float, rtol: float, where: str) -> str | None:
+    """A number where the task asks for one (a BLEU score, a count): a 0-d tensor counts as its number, compared as
+    a Python float is (within the tolerance, which a mismatch names with the dtype); anything else is named."""
+    dtype = "float64"  # a Python float is a double
+    if isinstance(actual, torch.Tensor):
+        if actual.dim() != 0 or actual.is_complex():
+            return f"{where} should be a number ({expected!r}), got {describe(actual)}"
+        if actual.is_floating_point():
+            dtype = _dtype(actual)
+        actual = actual.item()
+    if not (_real(expected) and _real(actual) and isinstance(expected, float)):
+        return f"{where} should be {expected!r}, got {actual!r:.60}" if expected != actual else None
+    # A number returned as a Python float (a BLEU score) is compared within the tolerance as a tensor is:
+    # (p1 p2 p3 p4) ** 0.25 and exp(mean(log p)) differ in the 14th digit, and both are right.
+    if math.isnan(expected) and math.isnan(actual):
+        return None
+    if abs(actual - expected) <= atol + rtol * abs(expected):
+        return None
+    return (
+        f"{where} should be {expected!r}, got {actual!r} (a difference of {abs(actual - expected):.3g}; allowed: "
+        f"{_allowed(atol, rtol)}, in {dtype})"
+    )
 
 
 def compare(
@@ -102,7 +141,7 @@ def compare(
         return f"{where} differs from the reference by up to {diff:.3g}{_tolerance(actual, expected, atol, rtol)}"
     if isinstance(expected, tuple):
         if _plain_data(expected) and isinstance(actual, (tuple, list)) and _plain_data(actual):
-            if tuple(actual) != expected:  # shown as they are: "expected none, got 1 item: ((5, 2),)"
+            if _tuples(actual) != _tuples(expected):  # shown as they are: "expected none, got 1 item: ((5, 2),)"
                 if len(actual) == len(expected):  # as many as expected: the count says nothing
                     return f"{where}: expected {_shown(expected)}, got {_shown(actual)}"
                 return f"{where}: expected {_count(expected)}{_shown(expected)}, got {_count(actual)}{_shown(actual)}"
@@ -118,14 +157,10 @@ def compare(
         return None
     if isinstance(expected, dict) and isinstance(actual, dict):
         return _dict_difference(expected, actual, atol, rtol, where)
-    if _real(expected) and _real(actual) and isinstance(expected, float):
-        # A number returned as a Python float (a BLEU score) is compared within the tolerance as a tensor is:
-        # (p1 p2 p3 p4) ** 0.25 and exp(mean(log p)) differ in the 14th digit, and both are right.
-        if math.isnan(expected) and math.isnan(actual):
-            return None
-        if abs(actual - expected) <= atol + rtol * abs(expected):
-            return None
-        return f"{where} should be {expected!r}, got {actual!r} (a difference of {abs(actual - expected):.3g})"
+    if _real(expected) or isinstance(expected, bool):
+        return _number(expected, actual, atol, rtol, where)
+    if isinstance(actual, torch.Tensor):  # where a string or None is asked for
+        return f"{where} should be {expected!r}, got {describe(actual)}"
     if expected != actual:
         return f"{where} should be {expected!r}, got {actual!r:.60}"
     return None
@@ -137,8 +172,10 @@ def _dict_difference(expected: dict, actual: dict, atol: float, rtol: float, whe
     problems = [f"{k!r} is missing (expected {expected[k]!r})" for k in expected if k not in actual]
     problems += [f"{k!r} is not expected (got {actual[k]!r})" for k in actual if k not in expected]
     for k in expected:
-        if k in actual and compare(expected[k], actual[k], atol, rtol, where=repr(k)) is not None:
-            problems.append(f"{k!r} is {actual[k]!r}, expected {expected[k]!r}")
+        problem = compare(expected[k], actual[k], atol, rtol, where=repr(k)) if k in actual else None
+        if problem is not None:  # a count exactly, as it is; a float or a tensor with the tolerance, as compare says
+            exact = isinstance(expected[k], (int, str)) or expected[k] is None
+            problems.append(f"{k!r} is {actual[k]!r}, expected {expected[k]!r}" if exact else problem)
     if not problems:
         return None
     more = f"; and {len(problems) - 3} more differences" if len(problems) > 3 else ""

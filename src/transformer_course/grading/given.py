@@ -19,11 +19,13 @@ SKIPPED_IMPORTS = {"transformer_course", "matplotlib", "IPython", "ipywidgets", 
 
 
 def given_code(pristine: dict) -> dict:
-    """Under "__imports__", the given cells' imports; per exercise id, the definitions that the given cells before it make: imports (never of the course
+    """Under "__imports__", the given cells' imports (under "__course_imports__", those of the course package, which
+    are never sent); per exercise id, the definitions that the given cells before it make: imports (never of the course
     package), functions, classes, constants, and the default dtype. Nothing else of a given cell runs."""
     out: dict[str, list[str]] = {}
     pending: list[str] = []
     imports: list[str] = []
+    course: list[str] = []
     for cell in pristine.get("cells", []):
         if cell.get("cell_type") != "code":
             continue
@@ -38,13 +40,22 @@ def given_code(pristine: dict) -> dict:
         except SyntaxError:
             continue
         kept = [ast.unparse(node) for node in tree.body if is_definition(node)]
+        course += [ast.unparse(n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) and _of_course(n)]
         imports += [
             ast.unparse(n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) and is_definition(n)
         ]
         if kept:
             pending.append("\n".join(kept))
     out["__imports__"] = "\n".join(imports)  # type: ignore[assignment]
+    out["__course_imports__"] = "\n".join(course)  # type: ignore[assignment]
     return out
+
+
+def _of_course(node: ast.Import | ast.ImportFrom) -> bool:
+    """An import of the course package: never sent to the worker, but the names it binds are the package's, which a
+    graded cell may not use (``static_check`` reads them with the chapter's imports)."""
+    modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+    return any(m.split(".")[0] == "transformer_course" for m in modules)
 
 
 def is_definition(node: ast.stmt) -> bool:

@@ -7,13 +7,15 @@ that a student learns of a refusal before submitting. It runs nothing of the cel
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 
 from . import registry
-from .closed_world import closed_world_problem, forbidden_family, module_aliases
+from .closed_world import closed_world_problem, defined, forbidden_family, module_aliases
 
-__all__ = ["DEFAULT_IMPORTS", "PYTHON_CELL_MAGICS", "clean_source", "static_problem"]
+__all__ = ["DEFAULT_IMPORTS", "PYTHON_CELL_MAGICS", "clean_source", "notebook_definitions", "static_problem"]
 
 _ALLOWED_WORDS = "torch and its numerical parts, math, random, collections, itertools, functools and the like"
+_WHERE = "the exercises page lists them"
 
 # Cell magics whose body is plain Python and that change nothing it computes: the body is graded as it is.
 PYTHON_CELL_MAGICS = ("time", "timeit", "capture", "prun")
@@ -75,11 +77,28 @@ def _base_name(node: ast.expr) -> str | None:
 DEFAULT_IMPORTS = "import math\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F"
 
 
+def notebook_definitions(sources: Iterable[str]) -> tuple[frozenset[str], frozenset[str]]:
+    """(names, attributes) that pieces of a notebook define (its given code, its exercise cells), which a graded
+    cell may use as its own (``closed_world``). A piece that does not parse defines nothing."""
+    names: set[str] = set()
+    attributes: set[str] = set()
+    for source in sources:
+        try:
+            tree = ast.parse(clean_source(source)[0])
+        except SyntaxError:
+            continue
+        n, a = defined(tree)
+        names |= n
+        attributes |= a
+    return frozenset(names), frozenset(attributes)
+
+
 def static_problem(
     source: str,
     exercise: registry.Exercise,
     exercise_names: set[str] | frozenset[str] = frozenset(),
     given_imports: str = DEFAULT_IMPORTS,
+    notebook: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset()),
 ) -> str | None:
     """Why an exercise cell is refused before it runs, or None.
 
@@ -88,7 +107,8 @@ def static_problem(
     forbidden built-ins, with their family where a module reaches them (``torch._x_math`` of ``x``), then
     the closed world (``closed_world.py``): nothing that could reach the watch on PyTorch's calls, the
     answer channel, another thread or process, or a module outside the allowed ones. given_imports: the
-    imports of the chapter's notebook, whose names the cell sees (its modules are followed too).
+    imports of the chapter's notebook, whose names the cell sees (its modules are followed too). notebook: the
+    names and attributes the rest of the notebook defines (``notebook_definitions``).
     """
     code, _ = clean_source(source)
     if code.lstrip().startswith("pass") and source.lstrip().startswith("%%") and not _python_cell_magic(source):
@@ -137,7 +157,8 @@ def static_problem(
         for name in used:
             if name in exercise.forbidden:
                 return f"the cell uses PyTorch's `{name}`, which this exercise asks you to build yourself"
-    reached = closed_world_problem(tree, module_aliases(given_imports))
+    names, attributes = notebook
+    reached = closed_world_problem(tree, module_aliases(given_imports), names | set(exercise_names), attributes)
     if reached:
-        return f"{reached}, which graded cells may not use (they may import only {_ALLOWED_WORDS})"
+        return f"{reached}, which is outside what graded cells may use ({_ALLOWED_WORDS}: {_WHERE})"
     return None

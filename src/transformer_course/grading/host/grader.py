@@ -26,16 +26,15 @@ import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
 
 import torch
 
 from .. import registry
-from ..codec import encode
 from ..given import given_code
 from ..registry import Exercise
-from ..static_check import clean_source, static_problem
+from ..static_check import clean_source, notebook_definitions, static_problem
 from . import sandbox
+from .cases import call_command, send_given_modules
 from .fallback import fallback_source
 from .isolation import Isolation, IsolationError
 from .isolation import resolve as resolve_isolation
@@ -43,9 +42,10 @@ from .limits import Deadline, missing_groups
 from .report import Report, TestResult
 from .submission import Extracted, SubmissionError, extract, read_notebook
 from .verdicts import compare_cases
+from .witness import witness
 
 MAX_OUTPUT = 4000  # characters of report text per exercise
-STARTUP = 120  # seconds the worker may take to start (importing PyTorch: 1-3 s, far more on a loaded machine)
+STARTUP = sandbox.STARTUP
 
 
 def grade_notebook(
@@ -100,6 +100,7 @@ class _Grading:
 
     extracted: Extracted
     given: dict  # the pristine notebook's definitions before each exercise (given.given_code)
+    notebook: tuple[frozenset[str], frozenset[str]]  # names and attributes the given code and the cells define
     worker: sandbox.Worker
     root: Path
     seed: int
@@ -124,10 +125,21 @@ def _grade_into(
     pristine = json.loads(
         (root / "notebooks" / registry.chapter_notebook(extracted.chapter)).read_text(encoding="utf-8")
     )
-    worker = sandbox.Worker(isolation.mode, memory_mb=memory_mb, cpu_seconds=clock.seconds + STARTUP)
-    grading = _Grading(
-        extracted, given_code(pristine), worker, root, secrets.randbits(40) if seed is None else seed, clock, report
+
+    def start() -> sandbox.Worker:
+        return sandbox.Worker(isolation.mode, memory_mb=memory_mb, cpu_seconds=clock.seconds + STARTUP)
+
+    worker = start()
+    # The witness's worker (witness.py) starts beside the first run's, so that its start costs no time of its own.
+    witnessed = any(ex.forbidden for ex in registry.chapter_exercises(extracted.chapter))
+    second = start() if witnessed else None
+    given = given_code(pristine)
+    notebook = notebook_definitions(
+        [given["__imports__"], *(s for k, v in given.items() if not k.startswith("__") for s in v)]
+        + list(extracted.sources.values())
     )
+    seed = secrets.randbits(40) if seed is None else seed
+    grading = _Grading(extracted, given, notebook, worker, root, seed, clock, report)
     try:
         if not worker.wait_ready(min(STARTUP, max(1.0, clock.left()))):
             raise RuntimeError(
@@ -139,10 +151,34 @@ def _grade_into(
             report.tests.append(_grade_exercise(grading, ex))
             if worker.dead and clock.left() <= 0:
                 worker.dead = f"the submission ran past the total time limit of {clock.seconds} s"
+        worker.close()
+        if worker.dead:
+            report.problems.append(f"{worker.dead}; the exercises from that point on got no points")
+        elif second is not None:
+            _witness(grading, given_code(pristine), second)
     finally:
         worker.close()
-    if worker.dead:
-        report.problems.append(f"{worker.dead}; the exercises from that point on got no points")
+        if second is not None:
+            second.close()
+
+
+def _witness(g: _Grading, given: dict, second: sandbox.Worker) -> None:
+    """The second run, in a fresh worker, of the exercises that passed and forbid built-ins (``witness.py``): one
+    whose cell it saw call a forbidden built-in gets no points, as in the first run."""
+    exercises = registry.chapter_exercises(g.extracted.chapter)
+    passed = [ex for ex, t in zip(exercises, g.report.tests) if ex.forbidden and t.score == t.max_score > 0]
+    if not passed:
+        return
+    sources = g.extracted.sources
+    seen, stopped = witness(g.extracted.chapter, passed, sources, given, (g.root, g.seed, g.clock, second))
+    for i, (ex, t) in enumerate(zip(exercises, g.report.tests)):
+        if ex.id in seen:
+            called = ", ".join(f"`{name}`" for name in seen[ex.id])
+            line = f"a second run of your cell alone, watched from its first line, called PyTorch's {called}, "
+            line += "which this exercise asks you to build yourself"
+            g.report.tests[i] = TestResult(t.name, 0, t.max_score, f"{t.output}\n{line}".strip(), "failed")
+    if stopped:
+        g.report.problems.append(f"the second run that checks forbidden built-ins did not finish: {stopped}")
 
 
 def _grade_exercise(g: _Grading, ex: Exercise) -> TestResult:
@@ -208,7 +244,8 @@ def _run_submission(g: _Grading, ex: Exercise, source: str) -> tuple[list[str], 
     -> (what the report says, its state, whether the exercise passed, whether the worker stopped). Whether it
     passed is decided apart from the wording."""
     names = {e.name for e in registry.chapter_exercises(ex.chapter)}
-    problem = static_problem(source, ex, names, g.given["__imports__"])
+    imports = g.given["__imports__"] + "\n" + g.given["__course_imports__"]
+    problem = static_problem(source, ex, names, imports, g.notebook)
     if problem:
         return [f"refused: {problem}"], None, False, False
     lines: list[str] = []
@@ -223,21 +260,9 @@ def _run_submission(g: _Grading, ex: Exercise, source: str) -> tuple[list[str], 
     if not cell_ran:
         lines.append(f"your cell raised {answer['error']}" if not answer.get("timeout") else _time_out(g, timeout))
     cases = ex.cases(g.seed)
-    _send_given_modules(cases, g.worker, g.root, g.given["__imports__"], g.clock.for_cell())
+    send_given_modules(cases, g.worker, g.root, g.given["__imports__"], g.clock.for_cell())
     timeout = g.clock.for_cell()
-    answer = g.worker.request(
-        {
-            "op": "call",
-            "exercise": ex.id,
-            "name": ex.name,
-            "kind": ex.kind,
-            "cases": [_encode_case(c) for c in cases],
-            "timeout": timeout,
-            "forbidden": list(ex.forbidden),
-            "grad": ex.judge is not None,
-        },
-        timeout,
-    )
+    answer = g.worker.request(call_command(ex, cases, timeout), timeout)
     if answer is None:
         return [f"your code stopped the grading: {g.worker.dead}"] + lines, None, False, True
     case_lines, state, every_case_right = compare_cases(ex, cases, answer)
@@ -260,40 +285,3 @@ def _load_solution(g: _Grading, ex: Exercise) -> None:
         g.report.problems.append(
             f"the course's solution of {ex.id} could not be loaded for the exercises after it ({answer['error']})"
         )
-
-
-def _encode_case(case: registry.Case) -> dict:
-    return {
-        "args": _encode_input(tuple(case.args)),
-        "kwargs": _encode_input(dict(case.kwargs)),
-        "init": None if case.init is None else _encode_input(dict(case.init)),
-        "state": None if case.state is None else _encode_input(dict(case.state)),
-    }
-
-
-def _encode_input(value: Any) -> Any:
-    """A case input as plain data; a given module (chapter 3's decoder step) as its exercise, sizes and weights."""
-    if isinstance(value, torch.nn.Module):
-        # course_given: a plain attribute, (exercise, sizes), that the exercise set (ch03._given_step)
-        ex_id, init = cast(tuple, value.course_given)
-        return {"__given__": ex_id, "init": encode(tuple(init)), "state": encode(dict(value.state_dict()))}
-    if isinstance(value, tuple) and any(isinstance(v, torch.nn.Module) for v in value):
-        return {"__seq__": "tuple", "items": [_encode_input(v) for v in value]}
-    return encode(value)
-
-
-def _send_given_modules(
-    cases: list[registry.Case], worker: sandbox.Worker, root: Path, imports: str, timeout: float
-) -> None:
-    """Define in the worker the classes of the modules that cases take as input (built from the course's code
-    of an exercise graded before, never of this one)."""
-    for ex_id in dict.fromkeys(
-        cast(tuple, c.course_given)[0] for case in cases for c in case.args if isinstance(c, torch.nn.Module)
-    ):
-        if ex_id not in worker.given:
-            ex = registry.get(ex_id)
-            worker.request(
-                {"op": "given", "id": ex_id, "name": ex.name, "source": imports + "\n" + fallback_source(ex, root)},
-                timeout,
-            )
-            worker.given.add(ex_id)

@@ -40,6 +40,7 @@ from .limits import Cgroups, limit_child, namespace_init
 
 KEEP_OUTPUT = 64 * 1024  # bytes of the worker's stdout/stderr kept; the rest is counted and dropped
 MAX_ANSWER = 32 * 1024 * 1024  # bytes of one answer on the channel
+STARTUP = 120  # seconds a worker may take to start (importing PyTorch: 1-3 s, far more on a loaded machine)
 GRACE = 5.0  # seconds past a command's own time limit before the worker counts as hung
 # What the sandbox gets, copied into its job folder (read here as bytes, never imported): the worker, and the codec
 # that both sides share, which the worker imports as course_codec. Nothing else of the package crosses.

@@ -7,6 +7,7 @@ the file descriptor named by its first argument; what the student's code prints 
 drains and caps. Commands, all sent by the grader:
 
     {"op": "exec", "source": ..., "label": ..., "timeout": s}    run code in the notebook namespace
+        (+ "forbidden": [...]: under the watch, which the answer reports)
     {"op": "given", "id": ..., "source": ..., "name": ...}       define a class that cases use as input
     {"op": "call", "exercise": ..., "name": ..., "kind": ..., "cases": [...], "timeout": s,
      "forbidden": [...]}                                         call the student's object on the cases
@@ -49,13 +50,14 @@ def _on_alarm(signum, frame):
 signal.signal(signal.SIGALRM, _on_alarm)
 
 
-def display(*objects, **_options) -> None:
-    """IPython's display, which notebooks call without importing it: here it prints what it is given."""
-    for obj in objects:
-        print(repr(obj))
+# IPython's display, which notebooks call without importing it: here it prints what it is given. Defined in a scope
+# of its own, whose only names are print and repr, so that nothing of this module is reachable from it (a function
+# defined here would carry this module's globals, and with them the answer channel, into the student's namespace).
+_DISPLAY = "def display(*objects, **options):\n    for obj in objects:\n        print(repr(obj))\n"
+_display_scope: dict = {"__builtins__": {"print": print, "repr": repr}}
+exec(compile(_DISPLAY, "<display>", "exec"), _display_scope)
 
-
-namespace = {"__name__": "__main__", "__builtins__": builtins, "display": display}
+namespace = {"__name__": "__main__", "__builtins__": builtins, "display": _display_scope["display"]}
 given_classes: dict = {}
 
 
@@ -182,6 +184,14 @@ def _call_case(kind: str, name: str, obj, case: dict, args, kwargs, grad: bool):
 
 
 def _exec(command: dict) -> dict:
+    """Run code in the namespace; with "forbidden", under the watch from its first line (the witness's run of a
+    cell, ``host/witness.py``), and the answer says what it saw."""
+    watch = _Watch(command.get("forbidden", ()))
+    answer = _run_code(command, watch)
+    return {**answer, "forbidden": watch.seen} if watch.seen else answer
+
+
+def _run_code(command: dict, watch: "_Watch") -> dict:
     filename = f"<{command.get('label', 'cell')}>"
     try:
         code = compile(command["source"], filename, "exec")
@@ -189,7 +199,8 @@ def _exec(command: dict) -> dict:
         return {"error": f"SyntaxError: {exc.msg} (line {exc.lineno})"}
     signal.setitimer(signal.ITIMER_REAL, float(command.get("timeout", 60)))
     try:
-        exec(code, namespace)
+        with _watching(watch):
+            exec(code, namespace)
     except TimeLimit:
         return {"error": "the cell ran past the time limit and was stopped", "timeout": True}
     except BaseException as exc:  # noqa: BLE001 - student code may raise anything, SystemExit included

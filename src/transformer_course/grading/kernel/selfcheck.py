@@ -23,7 +23,6 @@ and still refuses to pass the reference implementation.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import re
@@ -33,10 +32,10 @@ from typing import Any
 
 from .. import registry
 from ..cells import HEADER
-from ..given import given_code
 from ..registry import Exercise
-from ..static_check import DEFAULT_IMPORTS, static_problem
+from ..static_check import notebook_definitions, static_problem
 from .attempt import describe_error, evaluate, where
+from .given_names import given_imports, given_sources
 
 REFERENCE_FALLBACK = "   The cells below use the reference implementation until this check passes."
 
@@ -77,6 +76,7 @@ class Tracker:
     def __init__(self, shell: Any):
         self.shell = shell
         self.runs: dict[str, Run] = {}
+        self.cells: dict[str, str] = {}  # exercise id -> the source of its cell's latest run
         self._running: tuple[str, Any, str] | None = None  # (exercise id, what its name held before, the cell)
         shell.events.register("pre_run_cell", self.pre_run_cell)
         shell.events.register("post_run_cell", self.post_run_cell)
@@ -127,28 +127,10 @@ class Tracker:
         after = self.shell.user_ns.get(ex.name, NotRun)
         defined = after is not before and after is not NotRun and not isinstance(after, NotRun)
         names = {e.name for e in registry.chapter_exercises(ex.chapter)}
-        refused = static_problem(raw, ex, names, given_imports(ex.chapter))
+        self.cells[exercise_id] = raw  # the notebook's exercise cells so far: what a cell may use of theirs
+        notebook = notebook_definitions([*given_sources(ex.chapter), *self.cells.values()])
+        refused = static_problem(raw, ex, names, given_imports(ex.chapter, course=True), notebook)
         self.runs[exercise_id] = Run(result.execution_count, error, defined, after if defined else None, refused)
-
-
-@functools.cache
-def given_imports(chapter: int) -> str:
-    """The imports of the chapter's given cells, read as the grader reads them (``given.given_code``) from the
-    pristine student notebook: ``.course/notebooks/`` in a classroom repository (what its grader reads), else
-    ``notebooks/`` of the course folder (``grade``'s default root). The cell then sees the names the grader says
-    it sees (chapter 9's given ``mock`` is a module, outside the closed world); DEFAULT_IMPORTS where the package
-    is installed without the course's folder."""
-    try:
-        name = registry.chapter_notebook(chapter)
-        for parent in Path(__file__).resolve().parents:
-            if (parent / "pyproject.toml").is_file():  # the folder the package came with: the course's or a copy
-                for folder in (parent / ".course" / "notebooks", parent / "notebooks"):
-                    if (folder / name).is_file():
-                        return given_code(json.loads((folder / name).read_text(encoding="utf-8")))["__imports__"]
-                break
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):  # unreadable: the notebooks' usual imports
-        pass
-    return DEFAULT_IMPORTS
 
 
 def _shell() -> Any:
