@@ -2,6 +2,7 @@
 
     python -m transformer_course.grade SUBMISSION [SUBMISSION ...] [--out DIR] [--chapter N]
                                        [--isolation auto|bwrap|process] [--pass-mark F] [--exit-zero]
+                                       [--due DATE [--late-policy none|zero|penalty:P]]
 
 A SUBMISSION is a notebook or a folder of them (its .ipynb files; other files are listed and skipped,
 and so is the output folder when it lies inside). A copy of one of the course's notebooks without
@@ -9,7 +10,8 @@ exercises (a chapter's second notebook) is skipped too, unless an exercise cell 
 For each one, DIR/<name>/results.json (Gradescope's format) and DIR/<name>/summary.md; for several,
 also DIR/summary.md, DIR/gradebook.csv (a row per student: a column per chapter, the total) and DIR/scores.csv,
 a row per submission: student, chapter, score out of the chapter's
-maximum, status (report.STATUSES), report (grading/host/overview.py).
+maximum, status (report.STATUSES), report (grading/host/overview.py). With --due, each file's time decides how late
+it is, and the late policy what it loses (late.py).
 The hidden cases' seed is secret: keyed on the submission with the key in $COURSE_GRADER_KEY (or the
 file --key-file) when there is one, so that a submission always gets the same cases; else fresh per run.
 Exit status (EXIT): 0 every submission graded and at the pass mark (--exit-zero: graded, whatever the score);
@@ -33,6 +35,7 @@ from ...repository import course_root
 from .. import registry
 from . import isolation
 from .grader import grade_notebook, secret_seed
+from .late import LatePolicy, apply_lateness, parse_due
 from .overview import OVERVIEW, complete, say, tally, write_overview
 from .report import Report
 from .submission import submissions_in, unusual_in, without_exercises
@@ -98,6 +101,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--jobs", type=int, default=1, help="submissions graded at once, each in its own sandbox (default: 1)"
     )
+    parser.add_argument("--due", default=None, help="the due date, e.g. 2026-12-01T23:59: a later file is late")
+    parser.add_argument(
+        "--late-policy",
+        default="none",
+        help="what late work loses: none (only marked late; the default), zero, or penalty:P (P %% per day late)",
+    )
     return parser
 
 
@@ -161,6 +170,13 @@ def _main(argv: list[str] | None) -> int:
         parser.error("--jobs is a number of submissions graded at once, at least 1")
     if args.cell_timeout < 1 or args.timeout < 1:
         parser.error("time limits are positive numbers of seconds")
+    try:
+        args.due = parse_due(args.due) if args.due is not None else None
+        args.late_policy = LatePolicy.parse(args.late_policy)
+    except ValueError as exc:
+        parser.error(str(exc))
+    if args.late_policy.kind != "none" and args.due is None:
+        parser.error("--late-policy needs --due, the date after which work is late")
     try:
         resolved = isolation.resolve(args.isolation)  # once, for every submission
     except isolation.IsolationError as exc:
@@ -233,6 +249,8 @@ def _grade_all(jobs, out: Path, root: Path, args, resolved, key: bytes):
     def done(slug: str, job: tuple[Path, Path | None], report: Report) -> None:
         path = job[0]
         complete(report, path, job[1], args.chapter)
+        if args.due is not None:
+            apply_lateness(report, path, args.due, args.late_policy)
         report.write(out / slug)
         reports[slug] = report
         if not args.quiet:

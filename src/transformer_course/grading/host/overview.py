@@ -32,7 +32,9 @@ OVERVIEW = ("summary.md", "scores.csv", "gradebook.csv")  # what a folder run wr
 # scores.csv's columns, then one per exercise (its score). The submission's path comes first: the one column that
 # tells every row apart (a student may hand in two notebooks).
 PROBLEMS_CHARS = 2000  # of a row's problems, on one line
-COLUMNS = ("submission", "student", "score", "max_score", "percent", "chapter", "status", "report", "problems")
+# With --due, the last three: the file's time, started days late, and the points before the late policy.
+COLUMNS = ("submission", "student", "score", "max_score", "percent", "chapter", "status", "report", "problems",
+           "submitted", "late_days", "raw_score")  # fmt: skip
 
 
 def exercise_order(name: str) -> tuple:
@@ -83,6 +85,8 @@ def complete(report: Report, path: Path, base: Path | None, chapter: int | None)
 def say(path: Path, folder: Path, report: Report) -> None:
     """What the command line prints of one submission, as it is graded (not with --quiet)."""
     print(f"{path}: {report.score:g} / {report.max_score:g}, {report.status} ({report.seconds:.1f} s) -> {folder}/")
+    if report.lateness:
+        print(f"    {report.lateness} Points before: {report.raw_score:g}.")
     for problem in report.problems:
         print(f"    {problem}")
     for test in report.tests:
@@ -140,6 +144,9 @@ def write_overview(
                     r.status,
                     f"{slug}/summary.md",
                     csv_cell(_problems(r)),
+                    r.submitted,
+                    r.late_days if r.submitted else "",
+                    f"{r.raw_score:g}",
                     *[by_name.get(n, "") for n in names],
                 ]
             )

@@ -98,10 +98,31 @@ class Report:
     student: str = ""
     chapter_max: float | None = None
     outcome: str = ""
+    # Set by the command line with --due (``late.apply_lateness``): when the file was handed in, how many started days
+    # late, the fraction of its points it keeps, and the policy's words.
+    submitted: str = ""
+    due: str = ""
+    late_days: int = 0
+    late_factor: float = 1.0
+    late_policy: str = ""
+
+    @property
+    def raw_score(self) -> float:
+        """The points the exercises earned, before any late policy."""
+        return sum(t.score for t in self.tests)
 
     @property
     def score(self) -> float:
-        return sum(t.score for t in self.tests)
+        """The points after the late policy (the raw points when on time, or without --due)."""
+        return round(self.raw_score * self.late_factor, 4)
+
+    @property
+    def lateness(self) -> str:
+        """The report's words on lateness: empty when on time or without a due date."""
+        if not self.late_days:
+            return ""
+        days = f"{self.late_days} day{'s' if self.late_days > 1 else ''}"
+        return f"Handed in {self.submitted}, {days} late (due {self.due}): {self.late_policy}."
 
     @property
     def max_score(self) -> float:
@@ -128,7 +149,7 @@ class Report:
             return "internal error"
         if not self.tests:
             return "wrong chapter" if any(p.endswith(_WRONG_CHAPTER_END) for p in self.problems) else "unreadable"
-        if self.score == self.max_score:
+        if self.raw_score == self.max_score:  # the work's status: lateness is said apart (lateness, late_days)
             return "full marks"
         if any(p.startswith(_TIME_LIMITS) and p.endswith(_CUT_SHORT_END) for p in self.problems):
             return "timed out"
@@ -146,7 +167,8 @@ class Report:
             "max_score": self.max_score,
             "execution_time": round(self.seconds, 1),
             "output": "\n".join(
-                [f"- {p}" for p in _capped_problems(self.problems)]  # each on a line of its own, marked as an item
+                ([f"- {self.lateness}"] if self.lateness else [])
+                + [f"- {p}" for p in _capped_problems(self.problems)]  # each on a line of its own, marked as an item
                 + ([self.isolation] if self.isolation_is_weak else [])
             )
             or "Graded every exercise.",
@@ -171,6 +193,7 @@ class Report:
         head += f", graded in {self.seconds:.1f} s\n\n"
         head += f"Student: {md_escape(self.student)}. " if self.student else ""
         head += f"Status: {self.status}\n\n"
+        head += f"{md_escape(self.lateness)} Points before: {self.raw_score:g}.\n\n" if self.lateness else ""
         if self.isolation_is_weak:
             head += f"> {md_escape(self.isolation)}\n\n"
         if self.problems:

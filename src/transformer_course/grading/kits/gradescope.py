@@ -42,10 +42,10 @@ from .gradescope_kit.autograde import DEFAULT_TIMEOUT
 from .gradescope_kit.processes import GRADING_USER
 
 # What grading imports besides the standard library (measured: every chapter's cases and references), and what
-# PyTorch's CPU wheel requires, each pinned in setup.sh to its version of constraints.txt. setuptools, which
-# torch's metadata names, is needed only to compile C++ extensions, and constraints.txt does not pin it.
+# PyTorch's CPU wheel requires, each pinned in setup.sh to its version of constraints.txt. setuptools is one of
+# torch's (>= 77): a Python 3.11 venv starts with 65, and pip printed an ERROR about the conflict in setup.sh.
 GRADING_PACKAGES = ("numpy", "sacrebleu", "tokenizers", "tqdm")
-TORCH_PACKAGES = ("filelock", "typing_extensions", "sympy", "networkx", "Jinja2", "fsspec")
+TORCH_PACKAGES = ("filelock", "typing_extensions", "sympy", "networkx", "Jinja2", "fsspec", "setuptools")
 TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
 UV_VERSION = "0.13.8"  # only where neither the image nor the deadsnakes PPA has Python 3.11
 KIT = Path(__file__).parent / "gradescope_kit"  # setup.sh and run_autograder, with __PLACEHOLDERS__ to fill
