@@ -435,9 +435,10 @@ def test_no_serious_accessibility_fault_on_any_page(site, browser):
                 for v in result["violations"]
                 if v["impact"] in ("serious", "critical")
             ]
-    search = page.evaluate(
-        "() => [...document.querySelectorAll('button.search-button-field')].map(b => [b.textContent.replace(/\\s+/g,"
-        " ' ').trim(), b.getAttribute('aria-label')])"
+    search = page.evaluate(  # what each shows: its parts not hidden ("Search" where it shows its icon alone)
+        "() => [...document.querySelectorAll('button.search-button-field')].map(b => [[...b.children].filter(e => "
+        "getComputedStyle(e).display !== 'none').map(e => e.textContent).join(' ').replace(/\\s+/g, ' ').trim() || "
+        "b.querySelector('.search-button__default-text').textContent.trim(), b.getAttribute('aria-label')])"
     )
     page.close()
     assert checked >= 20 and not faults, faults

@@ -251,7 +251,7 @@ def gru_map(page):
           const weights = Array.from({{length: rows}}, () => []);
           for (const c of cells) weights[Number(c.dataset.q)][Number(c.dataset.k)] = Number(c.dataset.weight);
           const box = (e) => {{ const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; }};
-          return {{weights, labels: [...fig.querySelectorAll('text')].map((t) => t.textContent),
+          return {{weights, labels: [...fig.querySelectorAll('.attn-gru-label')].map((t) => t.title),
                    gru: box(fig.querySelector('svg')),
                    main: box(document.querySelector('{BOOK} figure.attn-heatmap:not(.attn-gru-map) svg')),
                    visible: true}};

@@ -2,7 +2,8 @@
 student types a sentence into the cell that calls ``explorer_live.show``, runs it, and the output shows the reference
 Transformer's translation and its attention, drawn by the inline copy of the book's explorer.js; a weight it shows
 is the one attention_maps computes here. A second explorer in another cell is drawn too (the script sets itself up
-once per page).
+once per page): a long sentence's, with chapter 4's GRU, whose labels are readable in JupyterLab's output (its own
+style sheet floated the names of the outputs into a column 44 px wide, words broken over 6 lines).
 
 JupyterLab, the browser and its helpers are tests/test_browser.py's; without Chromium or Playwright this module is
 skipped, and says why.
@@ -16,11 +17,19 @@ import pytest
 import torch
 
 from test_browser import _edit_and_run, _wait_idle, browser, jupyterlab  # noqa: F401  (browser: the fixture)
+from test_browser_readable import READABLE, readable_faults
 from transformer_course.evaluation.attention_maps import attention_maps
 
 NOTEBOOK = "explore.ipynb"
 FIRST = 'from transformer_course.explorer.live import show\n\nshow("The cat sleeps on the sofa.")'
 TYPED = "Where is the station?"
+LONG = "I came here to see if there was something I could do to help, but there doesn't seem to be anything to do."
+SECOND = (  # its own imports: a test may run it alone
+    "from transformer_course.explorer.live import reference_models, show\n\n"
+    "model, tokenizer, gru = reference_models(gru=True)\n"
+    f"show({LONG!r}, model, tokenizer, gru=gru)"
+)
+WITH_GRU = "div.attn-explorer.attn-ready:has(figure.attn-gru-map svg)"
 TOLERANCE = 1e-3  # the output stores thousandths: a mean of the heads' is 0.0005 at most from the model's
 EOS = 2
 
@@ -37,7 +46,7 @@ def _notebook(sources: list[str]) -> str:
 def lab(tmp_path_factory):
     """JupyterLab on a scratch notebook of two cells, with settings and runtime files of its own."""
     root = tmp_path_factory.mktemp("lab-explorer")
-    (root / NOTEBOOK).write_text(_notebook([FIRST, 'show("I like tulips.")']))
+    (root / NOTEBOOK).write_text(_notebook([FIRST, SECOND]))
     yield from jupyterlab(root, NOTEBOOK)
 
 
@@ -91,3 +100,30 @@ def test_a_sentence_typed_in_jupyterlab_is_translated_and_its_attention_shown(la
     finally:
         page.close()
     assert not errors, errors
+
+
+def test_the_live_explorers_labels_are_readable_in_jupyterlab(lab, browser):  # noqa: F811
+    # The names of the outputs ("GRU with attention, greedy") take two lines at most, broken between words; the
+    # GRU's row labels are SMALLEST_TEXT or larger, one per row of its map: in a wide window and a narrow one.
+    page = browser.new_page()
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(lab, wait_until="load")
+    page.wait_for_function(
+        "() => window.jupyterapp && window.jupyterapp.shell.currentWidget "
+        "&& window.jupyterapp.shell.currentWidget.content && window.jupyterapp.shell.currentWidget.content.model",
+        timeout=120_000,
+    )
+    _wait_idle(page, timeout=120_000)
+    faults = []
+    try:
+        _edit_and_run(page, 1, None, runs=1)
+        page.wait_for_selector(WITH_GRU)
+        for width in (1280, 900):
+            page.set_viewport_size({"width": width, "height": 900})
+            shown = page.evaluate(READABLE, WITH_GRU)
+            assert [n["text"] for n in shown["names"]][2:] == ["GRU with attention, greedy"], shown["names"]
+            assert shown["gru"] and shown["gru"]["rows"] > 20, shown
+            faults += readable_faults(shown, f"JupyterLab at {width} px")
+    finally:
+        page.close()
+    assert not faults, faults

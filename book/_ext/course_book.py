@@ -15,7 +15,8 @@ beyond Jupyter Book's defaults, in configuration rather than in patched theme fi
 - From a file:// URL the book works as it does when served: the theme's layout (book/_templates/layout.html) drops
   the preload of the icon fonts (Font Awesome draws its icons as inline SVG; each preload was a cross-origin error
   from a file), and course-search-text.js holds each page's text for the search page's summaries (course.js answers
-  the search's requests from it, which browsers refuse from files).
+  the search's requests from it, which browsers refuse from files). That text is the article's alone: the theme's
+  main element holds its chrome too (the download buttons, the printed "Contents"), where summaries began.
 - A change to the book's own CSS, scripts, templates or this extension rebuilds every page: Sphinx copies static
   files only when some page is out of date, so an edit to course.css alone left the old copy in _build.
 - The bibliography's entries are list items for assistive technology (role="listitem", not the deprecated
@@ -136,8 +137,9 @@ def default_theme_mode(app, config) -> None:
     config.html_context.setdefault("default_mode", "auto")  # pydata-sphinx-theme reads it from the context
 
 
-class _MainText(HTMLParser):
-    """The text of a page's main content (role="main"), without scripts, styles and heading links."""
+class _ArticleText(HTMLParser):
+    """The text of a page's article (<article class="bd-article">, inside role="main"), without scripts, styles and
+    heading links: what the search page's summaries quote (course.js reads the same element when served)."""
 
     SKIP = {"script", "style"}
 
@@ -151,7 +153,7 @@ class _MainText(HTMLParser):
             self.depth += tag not in ("br", "img", "hr", "input", "meta", "link", "wbr")
             if tag in self.SKIP or "headerlink" in (attrs.get("class") or ""):
                 self.skipping += 1
-        elif attrs.get("role") == "main":
+        elif tag == "article" and "bd-article" in (attrs.get("class") or "").split():
             self.depth = 1
 
     def handle_startendtag(self, tag, attrs) -> None:
@@ -169,7 +171,7 @@ class _MainText(HTMLParser):
 
 
 def write_search_text(app, exception) -> None:
-    """course-search-text.js: every page's main text, which the search page shows summaries from."""
+    """course-search-text.js: every page's article text, which the search page shows summaries from."""
     if exception is not None or app.builder.format != "html":
         return
     out = Path(app.outdir)
@@ -178,7 +180,7 @@ def write_search_text(app, exception) -> None:
         relative = page.relative_to(out).as_posix()
         if relative.startswith("_") or relative in ("search.html", "genindex.html"):
             continue
-        parser = _MainText()
+        parser = _ArticleText()
         parser.feed(page.read_text(encoding="utf-8"))
         texts[relative] = re.sub(r"\s+", " ", "".join(parser.parts)).strip()
     payload = json.dumps(texts, ensure_ascii=False).replace("</", "<\\/")

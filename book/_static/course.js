@@ -23,11 +23,13 @@
   }
 
   // 2. The search button shows "Search Ctrl+K" but was labelled "Search": its accessible name must contain what
-  //    it shows (WCAG 2.5.3, label in name).
+  //    it shows (WCAG 2.5.3, label in name). Below 960 px the theme shows its icon alone: named "Search" then.
   function labelSearchButton() {
     for (const button of document.querySelectorAll("button.search-button-field")) {
-      const shown = button.textContent.replace(/\s+/g, " ").trim();
-      if (shown) button.setAttribute("aria-label", shown);
+      const parts = [...button.children].filter((e) => getComputedStyle(e).display !== "none");
+      const shown = parts.map((e) => e.textContent).join(" ").replace(/\s+/g, " ").trim();
+      const name = button.querySelector(".search-button__default-text")?.textContent.trim();
+      button.setAttribute("aria-label", shown || name || "Search");
     }
   }
 
@@ -137,12 +139,35 @@
     };
   }
 
+  // 8. The search page's summaries began with the theme's chrome: Sphinx quotes the text of the whole main element,
+  //    which holds the download buttons and the printed "Contents" before the article (".ipynb .pdf Positional
+  //    encoding Contents Setup ..."). Quote the article's text alone (course-search-text.js holds the same, from a
+  //    file), or the section that a hit names in it.
+  function summariesFromTheArticle() {
+    if (typeof Search === "undefined" || typeof Search.htmlToText !== "function") return; // not the search page
+    Search.htmlToText = (html, anchor) => {
+      const page = new DOMParser().parseFromString(html, "text/html");
+      const article = page.querySelector('[role="main"] article.bd-article') || page.querySelector('[role="main"]');
+      if (!article) return "";
+      article.querySelectorAll(".headerlink, script, style").forEach((e) => e.remove());
+      let section = null;
+      try {
+        section = anchor ? article.querySelector(anchor) : null;
+      } catch {
+        section = null; // an id that is no valid selector: the whole article
+      }
+      return (section || article).textContent;
+    };
+  }
+
   searchFromFile(); // before the search runs (it starts once the page has loaded)
   document.addEventListener("DOMContentLoaded", () => {
+    summariesFromTheArticle(); // searchtools.js, loaded after this file, has defined Search by now
     nameChevrons();
     labelSearchButton();
     closeDrawersOnTap();
   });
+  window.addEventListener("resize", labelSearchButton); // the shortcut shows on a wide screen only
   const mathTypeset = () => (window.MathJax?.startup?.promise ?? Promise.resolve());
   for (const event of ["load", "resize"]) {
     window.addEventListener(event, fitFigures); // images have their natural size once loaded

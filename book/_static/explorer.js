@@ -185,8 +185,10 @@
     // The GRU's alignment is drawn beside a map of the Transformer's, for the same sentence (not beside its own)
     const paired = () => state.kind !== "gru" && Boolean(current().gru);
 
-    // The GRU's alignment (T_y, T_x) of its own translation, each row labelled by the piece it writes (in the SVG,
-    // left of its row); darker is more weight, as in the Transformer's map.
+    // The GRU's alignment (T_y, T_x) of its own translation, each row labelled by the piece it writes. The labels
+    // are HTML beside the SVG, not text inside it: drawn in the map's units, they shrank with the map (7 px for the
+    // longest sentence). A row is at least as tall as its label (--attn-row, explorer.css), its cells as wide as the
+    // column allows: the cells stretch (preserveAspectRatio="none"); darker is more weight, as in the Transformer's.
     function gruMap() {
       gruFigure.hidden = !paired();
       body.classList.toggle("attn-paired", paired());
@@ -196,20 +198,14 @@
       const cols = s.source.length;
       const names = s.gru.written;
       const ns = "http://www.w3.org/2000/svg";
-      const side = Math.max(2, 0.42 * Math.max(...names.map((n) => n.length)) + 0.4); // the labels' width, in cells
       const svg = document.createElementNS(ns, "svg");
-      svg.setAttribute("viewBox", `${-side} 0 ${side + cols} ${rows.length}`);
+      svg.setAttribute("viewBox", `0 0 ${cols} ${rows.length}`);
       svg.setAttribute("role", "img");
-      svg.setAttribute("preserveAspectRatio", "xMinYMin meet");
-      svg.style.width = `${Math.min(24 * (side + cols), 360)}px`;
-      gruFigure.style.width = svg.style.width;
-      svg.style.aspectRatio = `${side + cols} / ${rows.length}`;
+      svg.setAttribute("preserveAspectRatio", "none");
+      svg.style.width = `${Math.min(24 * cols, 320)}px`;
+      svg.style.aspectRatio = `${cols} / ${rows.length}`;
+      svg.style.minHeight = `calc(${rows.length} * var(--attn-row) + 2px)`; // + its border
       rows.forEach((row, q) => {
-        const label = document.createElementNS(ns, "text");
-        for (const [name, value] of Object.entries({ x: -0.2, y: q + 0.75, "text-anchor": "end" }))
-          label.setAttribute(name, value);
-        label.textContent = names[q];
-        svg.append(label);
         for (let k = 0; k < cols; k++) {
           const w = (row[k] || 0) / scale;
           const cell = document.createElementNS(ns, "rect");
@@ -224,13 +220,22 @@
         `Heatmap of the GRU's alignment: ${rows.length} rows, the pieces of its own translation ` +
           `(${names.join(" ")}), by ${cols} columns, the source pieces; darker is more weight.`,
       );
+      // the SVG's name says the pieces already: the labels are for the eye (a long one is cut, whole in its title)
+      const labels = element("div", { class: "attn-gru-labels", "aria-hidden": "true" });
+      for (const name of names.slice(0, rows.length)) {
+        const label = element("div", { class: "attn-gru-label", title: name });
+        label.append(element("span", {}, name));
+        labels.append(label);
+      }
+      const map = element("div", { class: "attn-gru-body" });
+      map.append(labels, svg);
       const caption = element(
         "figcaption",
         {},
         `Chapter 4's GRU with attention, its alignment while it writes its own translation: rows labelled by ` +
           `the pieces it writes, top to bottom. Columns: source pieces, left to right.`,
       );
-      gruFigure.replaceChildren(svg, caption);
+      gruFigure.replaceChildren(map, caption);
     }
 
     function shade(button, w) {
