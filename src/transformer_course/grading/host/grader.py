@@ -30,6 +30,7 @@ from pathlib import Path
 import torch
 
 from .. import registry
+from ..cells import exercise_id
 from ..given import given_code
 from ..registry import Exercise
 from ..static_check import clean_source, notebook_definitions, static_problem
@@ -130,9 +131,14 @@ def _grade_into(
         return sandbox.Worker(isolation.mode, memory_mb=memory_mb, cpu_seconds=clock.seconds + STARTUP)
 
     worker = start()
-    # The witness's worker (witness.py) starts beside the first run's, so that its start costs no time of its own.
-    witnessed = any(ex.forbidden for ex in registry.chapter_exercises(extracted.chapter))
-    second = start() if witnessed else None
+    # The witness's worker (witness.py) starts beside the first run's where the student changed the cell of an
+    # exercise that forbids built-ins (its start then costs no time of its own), else once such an exercise passed;
+    # a blank submission costs no second worker.
+    texts = ({**c, "source": "".join(c.get("source", ""))} for c in pristine["cells"])
+    starters = {exercise_id(c): c["source"] for c in texts if exercise_id(c)}
+    attempted = [e.id for e in registry.chapter_exercises(extracted.chapter) if e.forbidden]
+    attempted = [i for i in attempted if extracted.sources.get(i, starters.get(i)) != starters.get(i)]
+    second: sandbox.Worker | None = start() if attempted else None
     given = given_code(pristine)
     notebook = notebook_definitions(
         [given["__imports__"], *(s for k, v in given.items() if not k.startswith("__") for s in v)]
@@ -149,6 +155,8 @@ def _grade_into(
         report.isolation += missing_groups(worker.cgroups, worker.tasks_frozen)
         for ex in registry.chapter_exercises(extracted.chapter):
             report.tests.append(_grade_exercise(grading, ex))
+            if second is None and ex.forbidden and report.tests[-1].score == ex.points > 0:
+                second = start()
             if worker.dead and clock.left() <= 0:
                 worker.dead = f"the submission ran past the total time limit of {clock.seconds} s"
         worker.close()

@@ -16,7 +16,8 @@ and, for each exercise in turn, runs
 What the witness saw is added to the first run's verdict: an exercise that called a forbidden built-in in either run
 gets no points. The witness never takes points for anything else (its values are not compared: a cell may depend
 on its other cells' state, honestly), so an honest submission loses nothing to it. It runs only for exercises that
-passed the first run and forbid built-ins, in one worker per submission.
+passed the first run and forbid built-ins, in one worker per submission: started beside the first where the student
+changed such an exercise's cell, else once one of them has passed.
 """
 
 from __future__ import annotations
