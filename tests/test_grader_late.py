@@ -68,7 +68,12 @@ def _graded(folder, out, *options):
 
 
 def test_a_penalty_per_day_is_applied_to_the_scores_and_the_totals(class_folder, tmp_path):
-    rows, book = _graded(class_folder, tmp_path / "out", "--late-policy", "penalty:10")
+    roster = tmp_path / "canvas.csv"  # Canvas's gradebook export: its import file gets the totals after the policy
+    roster.write_text("Student,ID,SIS User ID,SIS Login ID,Section\nBob B,2,s2,bob,A\nAlice A,1,s1,alice,A\n")
+    rows, book = _graded(class_folder, tmp_path / "out", "--late-policy", "penalty:10", "--canvas-roster", str(roster))
+    with open(tmp_path / "out" / "canvas-import.csv", newline="") as f:
+        canvas = list(csv.reader(f))
+    assert canvas[2:] == [["Bob B", "2", "s2", "bob", "A", "12.6"], ["Alice A", "1", "s1", "alice", "A", "14"]]
     assert {s: r["late_days"] for s, r in rows.items()} == {"alice": "0", "bob": "1", "carol": "3"}
     assert rows["alice"]["score"] == rows["alice"]["raw_score"] == rows["alice"]["max_score"] == "14"
     assert (rows["bob"]["raw_score"], rows["bob"]["score"], rows["bob"]["status"]) == ("14", "12.6", "full marks")

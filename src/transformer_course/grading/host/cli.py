@@ -2,7 +2,7 @@
 
     python -m transformer_course.grade SUBMISSION [SUBMISSION ...] [--out DIR] [--chapter N]
                                        [--isolation auto|bwrap|process] [--pass-mark F] [--exit-zero]
-                                       [--due DATE [--late-policy none|zero|penalty:P]]
+                                       [--due DATE [--late-policy none|zero|penalty:P]] [--canvas-roster CSV]
 
 A SUBMISSION is a notebook or a folder of them (its .ipynb files; other files are listed and skipped,
 and so is the output folder when it lies inside). A copy of one of the course's notebooks without
@@ -11,7 +11,7 @@ For each one, DIR/<name>/results.json (Gradescope's format) and DIR/<name>/summa
 also DIR/summary.md, DIR/gradebook.csv (a row per student: a column per chapter, the total) and DIR/scores.csv,
 a row per submission: student, chapter, score out of the chapter's
 maximum, status (report.STATUSES), report (grading/host/overview.py). With --due, each file's time decides how late
-it is, and the late policy what it loses (late.py).
+it is, and the late policy what it loses (late.py); with --canvas-roster, DIR/canvas-import.csv (lms.py).
 The hidden cases' seed is secret: keyed on the submission with the key in $COURSE_GRADER_KEY (or the
 file --key-file) when there is one, so that a submission always gets the same cases; else fresh per run.
 Exit status (EXIT): 0 every submission graded and at the pass mark (--exit-zero: graded, whatever the score);
@@ -36,6 +36,7 @@ from .. import registry
 from . import isolation
 from .grader import grade_notebook, secret_seed
 from .late import LatePolicy, apply_lateness, parse_due
+from .lms import CANVAS_FILE, canvas_import, read_roster
 from .overview import OVERVIEW, complete, say, tally, write_overview
 from .report import Report
 from .submission import submissions_in, unusual_in, without_exercises
@@ -100,6 +101,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--exit-zero", action="store_true", help="exit 0 below the pass mark too (2, 3: errors)")
     parser.add_argument(
         "--jobs", type=int, default=1, help="submissions graded at once, each in its own sandbox (default: 1)"
+    )
+    parser.add_argument(
+        "--canvas-roster", type=Path, default=None, help="Canvas's gradebook export: write canvas-import.csv from it"
     )
     parser.add_argument("--due", default=None, help="the due date, e.g. 2026-12-01T23:59: a later file is late")
     parser.add_argument(
@@ -173,7 +177,9 @@ def _main(argv: list[str] | None) -> int:
     try:
         args.due = parse_due(args.due) if args.due is not None else None
         args.late_policy = LatePolicy.parse(args.late_policy)
-    except ValueError as exc:
+        if args.canvas_roster is not None:
+            read_roster(args.canvas_roster)  # one that is not Canvas's export is said before anything is graded
+    except ValueError as exc:  # a RosterError too
         parser.error(str(exc))
     if args.late_policy.kind != "none" and args.due is None:
         parser.error("--late-policy needs --due, the date after which work is late")
@@ -206,6 +212,12 @@ def _main(argv: list[str] | None) -> int:
     reports, shown = graded
     if len(reports) > 1 or skipped:
         write_overview(out, reports, skipped, shown)
+    if args.canvas_roster:
+        unmatched = canvas_import(args.canvas_roster, out, reports)
+        if unmatched:
+            print(
+                f"{CANVAS_FILE}: no roster row for {', '.join(unmatched)}; their scores are not in it", file=sys.stderr
+            )
 
     failing = [slug for slug, r in reports if r.max_score == 0 or r.score < args.pass_mark * r.max_score]
     broken = [slug for slug, r in reports if r.status == "internal error"]
