@@ -170,7 +170,11 @@ ROUTES = [
         "import functools\nd = functools.singledispatch(len)\n",
         "singledispatch",
     ),
-    ("a class made from strings", "T = type('T', (), {'__getattr__': print})\n", "more than one argument"),
+    ("a class made from strings", "T = type('T', (), {'__getattr__': print})\n", "`type`"),
+    ("the metaclass as a value", "T = type(type(1))('T', (), {'__getattr__': print})\n", "`type`"),
+    ("getattr rebound to itself", "getattr = getattr\nc = getattr(display, '__glob' + 'als__')\n", "binds the name"),
+    ("getattr as a parameter's name", "def f(getattr, n):\n    return getattr(display, n)\n", "binds the name"),
+    ("a module through attributes, as a value", "m = torch.nn\nf = m.functional\n", "other than through"),
     ("a dunder method assigned in a class body", "class T:\n    __getattr__ = print\n", "__getattr__"),
     # syntax the checker does not read
     (
@@ -291,6 +295,17 @@ def test_the_whole_sandbox_is_under_one_memory_limit():
     finally:
         worker.close()
     assert torch.ones(1).item() == 1.0  # the grader's own process is untouched
+
+
+def test_a_name_bound_by_another_cell_is_no_way_to_a_builtin(course_root):
+    """Another cell's `getattr = getattr` (refused, so never run) does not make `getattr` this cell's own; an
+    attribute set with a constant setattr is the cell's own, as one assigned is."""
+    ex = registry.get("5.3")
+    cell = "c = getattr(display, '__glob' + 'als__')\n"
+    notebook = notebook_definitions(["getattr = getattr\n", cell])
+    assert "computed at run time" in static_problem(cell, ex, set(), _imports(5, course_root), notebook)
+    own = "class P:\n    def __init__(self):\n        setattr(self, 'w_extra', 1)\n    def f(self):\n        return self.w_extra\n"
+    assert static_problem(own, ex, set(), _imports(5, course_root)) is None
 
 
 def test_the_workers_helpers_carry_nothing_of_the_worker():

@@ -4,8 +4,9 @@ Everything a cell uses must be on a list here, or be the cell's own (a name it b
 or the notebook's (a name the given cells define); everything else is refused. The lists:
 
 - ``NODES``: the kinds of syntax a cell may contain (``async``, ``match`` and ``except*`` are not on it);
-- ``BUILTINS``: the built-in names it may use; ``getattr``, ``hasattr``, ``setattr``, ``delattr`` and ``type`` only
-  in the shape ``closed_world`` reads (``CALL_SHAPED``);
+- ``BUILTINS``: the built-in names it may use; ``getattr``, ``hasattr``, ``setattr`` and ``delattr`` only in the
+  shape ``closed_world`` reads (``CALL_SHAPED``); a cell may not bind a name of ``SHADOWED``, the built-ins it may
+  not use or only call (``getattr = getattr`` would make one of its own);
 - ``MODULES``: the modules it may import or reach, and for each the attributes it may touch (``module_attribute``);
 - ``library_attributes()``: the attributes it may use on values (a tensor's ``softmax``, a list's ``append``), the
   public attributes of the types in ``VALUE_TYPES`` and of the layers in ``LAYERS``;
@@ -35,6 +36,7 @@ __all__ = [
     "METHODS",
     "MODULES",
     "NODES",
+    "SHADOWED",
     "interpreter_attributes",
     "library_attributes",
     "library_private_attributes",
@@ -54,19 +56,21 @@ NODES = frozenset(
 )
 
 # Plain computation: numbers, containers, strings, iteration, classes. Not here: exec, eval, compile, open, input,
-# globals, locals, vars, dir, __import__, breakpoint, help, memoryview and the interpreter's exits.
+# globals, locals, vars, dir, __import__, breakpoint, help, memoryview, the interpreter's exits, and type (whose
+# result, the metaclass, makes classes from strings: type(type(1))("T", (), {...})).
 _PLAIN = (
     "abs all any bin bool callable chr classmethod complex dict divmod enumerate filter float format frozenset hash hex "
     "id int isinstance issubclass iter len list map max min next object oct ord pow print property range repr "
     "reversed round set slice sorted staticmethod str sum super tuple zip NotImplemented Ellipsis"
 )
-# Read on the call's shape only: getattr(x, "name") is the attribute x.name, checked as one; type(x) is x's class.
-CALL_SHAPED = frozenset({"getattr", "hasattr", "setattr", "delattr", "type"})
+# Read on the call's shape only: getattr(x, "name") is the attribute x.name, checked as one.
+CALL_SHAPED = frozenset({"getattr", "hasattr", "setattr", "delattr"})
 BUILTINS = frozenset(
     _PLAIN.split()
     + [n for n, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException)]
     + list(CALL_SHAPED)
 )
+SHADOWED = frozenset(n for n in dir(builtins) if n in CALL_SHAPED or n not in BUILTINS) - {"__name__"}
 
 # Dunders a cell may write: a class's ordinary methods, and __init__/__name__ as attributes.
 DUNDERS = frozenset({"__init__", "__name__"})

@@ -8,7 +8,7 @@ patch, so the grader decides before anything runs that a cell reaches only what 
 - every name it reads is its own (bound in the cell), the notebook's (the given cells' and the submission's other
   exercise cells'), or a listed built-in; a name starting with an underscore only if the cell or the notebook
   binds it; ``getattr``/``hasattr``/``setattr``/``delattr`` only called, with a constant name, which is then checked
-  as the attribute it names; ``type`` only with one argument;
+  as the attribute it names; no name of a refused built-in bound by the cell (``getattr = getattr``);
 - every module it imports or reaches is listed, and so is each attribute it touches on one (``module_attribute``);
   a module is used only through its attributes (``m = torch`` is refused, so that every chain that starts at a
   module is followed here, on the real module), and nothing is assigned into one;
@@ -31,12 +31,12 @@ from __future__ import annotations
 
 import ast
 import builtins
-import functools
 import string
 import types
 
 from . import allowed
 from .allowed import MODULES, import_module, module_attribute
+from .bindings import bind_import, binds, defined, module_aliases
 
 __all__ = ["closed_world_problem", "defined", "forbidden_family", "module_aliases"]
 
@@ -55,69 +55,6 @@ def forbidden_family(name: str, forbidden: tuple[str, ...] | frozenset[str]) -> 
     return None
 
 
-@functools.lru_cache(maxsize=64)
-def module_aliases(imports: str) -> dict[str, str]:
-    """{name: module} for the names that import statements bind to modules (``import torch.nn as nn``,
-    ``from torch import nn``); names bound to other objects (``from collections import Counter``) are left out.
-    Cached (a chapter's imports are read for each of its cells): callers must not change the dict."""
-    aliases: dict[str, str] = {}
-    try:
-        tree = ast.parse(imports)
-    except SyntaxError:
-        return aliases
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            _bind(node, aliases)
-    return aliases
-
-
-def _bind(node: ast.Import | ast.ImportFrom, aliases: dict[str, str]) -> None:
-    """Add to aliases the names that one import statement binds to modules: ``import a.b`` binds ``a`` to ``a``,
-    ``import a.b as c`` binds ``c`` to ``a.b``, ``from a import b`` binds ``b`` to ``a.b`` where that is a module."""
-    if isinstance(node, ast.Import):
-        for a in node.names:
-            top = a.name.split(".")[0]
-            aliases[a.asname or top] = a.name if a.asname else top
-    elif node.module and not node.level:
-        for a in node.names:
-            if isinstance(getattr(import_module(node.module), a.name, None), types.ModuleType):
-                aliases[a.asname or a.name] = f"{node.module}.{a.name}"
-
-
-def defined(tree: ast.AST) -> tuple[set[str], set[str]]:
-    """What a piece of code defines: (names it binds, attributes it assigns or its classes define)."""
-    names: set[str] = set()
-    attributes: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        if isinstance(node, ast.ClassDef):
-            for item in node.body:
-                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    attributes.add(item.name)
-                targets = item.targets if isinstance(item, ast.Assign) else [getattr(item, "target", None)]
-                attributes |= {t.id for t in targets if isinstance(t, ast.Name)}
-        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            names.add(node.id)
-        elif isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
-            attributes.add(node.attr)
-        elif isinstance(node, ast.arg):
-            names.add(node.arg)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            names.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _REGISTERS:
-            first = node.args[0] if node.args else None
-            if isinstance(first, ast.Constant) and isinstance(first.value, str):
-                attributes.add(first.value)  # self.register_buffer("pe", ...) defines self.pe
-    return names, attributes
-
-
-# nn.Module's methods that define an attribute by its name: a buffer, a parameter, a submodule.
-_REGISTERS = frozenset({"register_buffer", "register_parameter", "add_module", "register_module"})
-
-
 def _chain(node: ast.expr) -> tuple[str | None, list[str]]:
     """(the innermost name, the attributes after it) of ``a.b.c``; (None, attrs) when the chain starts elsewhere."""
     attrs: list[str] = []
@@ -133,7 +70,7 @@ class _Checker:
     def __init__(self, tree: ast.AST, aliases: dict[str, str], names: frozenset[str], attributes: frozenset[str]):
         self.aliases = dict(aliases)
         own_names, own_attributes = defined(tree)
-        self.names = own_names | names
+        self.names = (own_names | names) - allowed.SHADOWED  # another cell's `getattr = ...` never runs here
         self.attributes = own_attributes | attributes
         self.bases = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
         self.called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
@@ -153,13 +90,15 @@ class _Checker:
                 problem = module_attribute(module, a.name) if module else None
                 if problem:
                     return f"it imports {problem}"
-        _bind(node, self.aliases)
+        bind_import(node, self.aliases)
         return None
 
     def name(self, node: ast.Name) -> str | None:
         n = node.id
         if n.startswith("__") and n.endswith("__") and n not in allowed.DUNDERS:
             return f"it uses the name `{n}`"
+        if not isinstance(node.ctx, ast.Load) and n in allowed.SHADOWED:
+            return f"it binds the name of the built-in `{n}`"
         if not isinstance(node.ctx, ast.Load) or n in self.names:
             if n in self.aliases and isinstance(node.ctx, ast.Load) and id(node) not in self.bases:
                 return f"it uses the module `{n}` other than through its attributes (as in `{n}.x`)"
@@ -187,7 +126,11 @@ class _Checker:
                 return f"it assigns to `{root}.{'.'.join(attrs)}`, inside a module"
             problem, owner = self._follow(self.aliases[root], attrs[:-1])
             if problem or owner is not None:
-                return problem or self._of_module(owner, attr)
+                problem = problem or self._of_module(owner, attr)
+                value = vars(owner).get(attr) if owner is not None else None
+                if not problem and isinstance(value, types.ModuleType) and id(node) not in self.bases:
+                    return f"it uses the module `{value.__name__}` other than through its attributes"
+                return problem
         if attr.startswith("_"):
             if attr in self.attributes and attr not in allowed.library_private_attributes():
                 return None
@@ -235,8 +178,6 @@ class _Checker:
             return self.attribute(func, format_call=True)
         if not isinstance(func, ast.Name) or func.id in self.names or func.id not in allowed.CALL_SHAPED:
             return None
-        if func.id == "type":
-            return None if len(node.args) == 1 and not node.keywords else "it calls `type` with more than one argument"
         target = node.args[0] if node.args else None
         name = node.args[1] if len(node.args) > 1 else None
         if target is None or not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
@@ -258,6 +199,9 @@ class _Checker:
             return None if self._format_func(node) else self.attribute(node)
         if isinstance(node, ast.Call):
             return self.call(node)
+        bound = binds(node)
+        if bound in allowed.SHADOWED:
+            return f"it binds the name of the built-in `{bound}`"
         if isinstance(node, ast.ClassDef) and node.keywords:
             return "it defines a class with keywords (a metaclass)"
         if isinstance(node, ast.FunctionDef):
