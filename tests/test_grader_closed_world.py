@@ -23,7 +23,7 @@ from gradertools import cgroups_here, full_points, notebook_name, scores, with_c
 from transformer_course.grading import registry
 from transformer_course.grading.cells import exercise_id
 from transformer_course.grading.closed_world import closed_world_problem, module_aliases
-from transformer_course.grading.given import given_code
+from transformer_course.grading.given import definitions, given_code
 from transformer_course.grading.host import isolation, limits, sandbox
 from transformer_course.grading.host.grader import grade_notebook
 from transformer_course.grading.static_check import clean_source, notebook_definitions, static_problem
@@ -45,7 +45,7 @@ def _imports(chapter: int, root: Path) -> str:
 
 def _given_sources(chapter: int, root: Path) -> list[str]:
     given = given_code(json.loads((root / "notebooks" / registry.chapter_notebook(chapter)).read_text()))
-    return [given["__imports__"], *(s for k, v in given.items() if not k.startswith("__") for s in v)]
+    return definitions(given)
 
 
 def _exercise_cells(path: Path) -> dict[str, str]:

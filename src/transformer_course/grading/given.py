@@ -11,7 +11,7 @@ import ast
 from .cells import exercise_id
 from .static_check import clean_source
 
-__all__ = ["SKIPPED_IMPORTS", "given_code", "is_definition"]
+__all__ = ["SKIPPED_IMPORTS", "definitions", "given_code", "is_definition"]
 
 # Imports a given cell may make that are never sent to the worker: the course package (which holds the
 # references) and display libraries.
@@ -49,6 +49,12 @@ def given_code(pristine: dict) -> dict:
     out["__imports__"] = "\n".join(imports)  # type: ignore[assignment]
     out["__course_imports__"] = "\n".join(course)  # type: ignore[assignment]
     return out
+
+
+def definitions(given: dict) -> list[str]:
+    """Every piece of source in a ``given_code`` result, its imports first: what a graded cell may use as the
+    notebook's (``static_check.notebook_definitions`` reads them)."""
+    return [given["__imports__"], *(s for key, sources in given.items() if not key.startswith("__") for s in sources)]
 
 
 def _of_course(node: ast.Import | ast.ImportFrom) -> bool:

@@ -31,7 +31,7 @@ import torch
 
 from .. import registry
 from ..cells import exercise_id
-from ..given import given_code
+from ..given import definitions, given_code
 from ..registry import Exercise
 from ..static_check import clean_source, notebook_definitions, static_problem
 from . import sandbox
@@ -140,10 +140,7 @@ def _grade_into(
     attempted = [i for i in attempted if extracted.sources.get(i, starters.get(i)) != starters.get(i)]
     second: sandbox.Worker | None = start() if attempted else None
     given = given_code(pristine)
-    notebook = notebook_definitions(
-        [given["__imports__"], *(s for k, v in given.items() if not k.startswith("__") for s in v)]
-        + list(extracted.sources.values())
-    )
+    notebook = notebook_definitions(definitions(given) + list(extracted.sources.values()))
     seed = secrets.randbits(40) if seed is None else seed
     grading = _Grading(extracted, given, notebook, worker, root, seed, clock, report)
     try:

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from .. import registry
-from ..given import given_code
+from ..given import definitions, given_code
 from ..static_check import DEFAULT_IMPORTS
 
 __all__ = ["given_imports", "given_sources"]
@@ -50,4 +50,4 @@ def given_sources(chapter: int) -> list[str]:
     given = _pristine_given(chapter)
     if given is None:
         return [DEFAULT_IMPORTS]
-    return [given["__imports__"], *(s for key, sources in given.items() if not key.startswith("__") for s in sources)]
+    return definitions(given)
