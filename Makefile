@@ -50,7 +50,7 @@ help:
 	@echo "make classroom OUT=folder    write a student repository that grades itself in CI"
 	@echo "make gradescope CHAPTER=5    write dist/gradescope-ch05.zip, the chapter's Gradescope autograder"
 	@echo "make sandbox   install bubblewrap, the grader's sandbox (Debian/Ubuntu, as root)"
-	@echo "make gpu-pack  write .gpu/, the data the GPU run needs on a GPU machine (book/instructor.md, \"The GPU run\")"
+	@echo "make gpu-pack  write .gpu/, the data the GPU run needs on a GPU machine (book/instructor/gpu.md)"
 
 venv: $(STAMP)
 
@@ -70,8 +70,8 @@ book: $(STAMP)
 	$(BIN)/jupyter-book build . -W -n --keep-going
 	@echo "Open _build/html/index.html"
 
-# The student edition: the same book from notebooks/, no solution on any page (book/instructor.md, "What a student
-# can see"); it fails if a page shows a line of an exercise's solution.
+# The student edition: the same book from notebooks/, no solution on any page (book/instructor/teach.md); it fails
+# if a page shows a line of an exercise's solution.
 book-student: $(STAMP)
 	$(BIN)/python -m transformer_course.authoring.student_book --out _build/student
 
@@ -134,7 +134,7 @@ lab: $(STAMP)
 # The grader runs student code in bubblewrap (--isolation auto: without it, a plain process and a warning).
 sandbox:
 	@command -v bwrap >/dev/null || { test "$$(id -u)" = 0 && apt-get update -qq && apt-get install -y -qq bubblewrap; } \
-		|| echo "bubblewrap could not be installed: the grader will run student code without a sandbox (see book/instructor.md)"
+		|| echo "bubblewrap could not be installed: the grader will run student code without a sandbox (see book/instructor/sandbox.md)"
 
 # A score below full marks is an outcome, not a failure of make (--exit-zero); make stops on a usage error (exit
 # status 2) or an error of the grader's own (3). GRADE_ARGS: more options, e.g. GRADE_ARGS="--chapter 5 --jobs 2".
@@ -145,7 +145,8 @@ grade: $(STAMP)
 classroom: $(STAMP)
 	$(BIN)/python -m transformer_course.grading.kits.classroom "$(or $(OUT),classroom)"
 
-# A chapter's Gradescope autograder: a zip to upload (setup.sh, run_autograder, the package; book/instructor.md).
+# A chapter's Gradescope autograder: a zip to upload (setup.sh, run_autograder, the package; see
+# book/instructor/gradescope.md).
 gradescope: $(STAMP)
 	@test -n "$(CHAPTER)" || { echo "usage: make gradescope CHAPTER=5 (writes dist/gradescope-ch05.zip)"; exit 2; }
 	$(BIN)/python -m transformer_course.grading.kits.gradescope --chapter "$(CHAPTER)" --out dist

@@ -71,7 +71,7 @@ def pytest_terminal_summary(terminalreporter):
         if "run strictly there" in reason:
             enable = "nothing to enable: by design (tests/schedule.py)"
         elif "CUDA GPU" in reason and "without a CUDA GPU" not in reason:
-            enable = "a machine with a CUDA GPU: no command installs one (book/instructor.md, 'The GPU run')"
+            enable = "a machine with a CUDA GPU: no command installs one (book/instructor/gpu.md, 'The GPU run')"
         elif command:
             enable = command.group(1)
         else:

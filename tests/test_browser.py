@@ -289,8 +289,9 @@ LAYOUT = """() => {
   });
   const code = [...document.querySelectorAll('article pre')].filter(p => over(p))
     .map(p => p.textContent.trim().slice(0, 50));
+  // a plot's copy for the other width (course.css hides it) takes no part
   const figures = [...document.querySelectorAll('div.cell_output img, div.output img')]
-    .filter(i => i.naturalWidth > 0).map(i => {
+    .filter(i => i.naturalWidth > 0 && getComputedStyle(i).display !== 'none').map(i => {
       const box = i.parentElement;
       return {src: i.getAttribute('src'), natural: i.naturalWidth, shown: i.getBoundingClientRect().width,
               scrolls: ['auto', 'scroll'].includes(getComputedStyle(box).overflowX) || !over(box)};
@@ -385,7 +386,8 @@ def test_labels_are_readable_on_a_phone_and_chapter_9s_maps_are_shown_whole(site
     page.set_viewport_size({"width": 1280, "height": 900})
     _open(page, base + f"solutions/{chapter}.html")
     shrunk = page.evaluate(
-        "() => [...document.querySelectorAll('div.cell_output img')].filter(i => i.naturalWidth > 0)"
+        "() => [...document.querySelectorAll('div.cell_output img')]"
+        ".filter(i => i.naturalWidth > 0 && getComputedStyle(i).display !== 'none')"
         ".filter(i => i.naturalWidth / i.getBoundingClientRect().width > 1.01).length"
     )
     page.close()
@@ -404,6 +406,7 @@ CONTRAST_PAGES = (
     "book/preface.html",
     "book/exercises.html",
     "book/instructor.html",
+    "book/instructor/grade.html",
     "search.html",
     "solutions/05_self_attention.html",
     "solutions/09_evaluation.html",

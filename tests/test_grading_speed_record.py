@@ -1,5 +1,6 @@
-"""Issue 55, item 6: the instructor guide's figures on grading speed are the stored benchmark's
-(src/transformer_course/runs/grading-speed.json, made by tests/benchmarks/grading_speed.py on an idle 2-core machine).
+"""Issue 55, item 6: the instructor guide's figures on grading speed (book/instructor/grade.md, "How long it takes")
+are the stored benchmark's (src/transformer_course/runs/grading-speed.json, made by tests/benchmarks/grading_speed.py
+on an idle 2-core machine).
 """
 
 import json
@@ -13,7 +14,7 @@ def test_the_guide_quotes_the_stored_grading_speed(course_root):
     assert set(record["chapters"]) == {str(c) for c in range(1, 12)}
     ratios = sorted(r["ratio"] for r in record["folder"]["rounds"])
     assert round(ratios[len(ratios) // 2], 2) == record["jobs_2_over_jobs_1"]  # the median of the alternated rounds
-    guide = " ".join((course_root / "book" / "instructor.md").read_text(encoding="utf-8").split())
+    guide = " ".join((course_root / "book" / "instructor" / "grade.md").read_text(encoding="utf-8").split())
     chapters = record["chapters"]
     core_seconds = record["core_seconds_per_submission"]
     class_of_300 = round(300 * core_seconds / 16)  # the guide's arithmetic: 300 submissions, 16 cores

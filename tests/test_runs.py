@@ -154,9 +154,10 @@ def test_chapter_4_copy_runs_bound_what_the_chapter_says_of_them():
 
 
 def test_the_reference_transformer_stays_float32_for_chapter_9s_choice_of_length_penalty():
-    # The instructor guide ("Stored weights") keeps transformer-ref as trained although float16 costs it 0.01 BLEU:
-    # the length penalty that chapter 9 chooses on its validation sample (0.6, its notebook asserts) changes in
-    # float16. tests/benchmarks/compact_weights_bleu.py measured each form; the reference's run and file agree.
+    # The instructor guide (book/instructor/models.md, "Stored weights") keeps transformer-ref as trained although
+    # float16 costs it 0.01 BLEU: the length penalty that chapter 9 chooses on its validation sample (0.6, its
+    # notebook asserts) changes in float16. tests/benchmarks/compact_weights_bleu.py measured each form; the
+    # reference's run and file agree.
     forms = _load("compact-forms-transformer-ref.json")
     assert forms["command"].startswith("python tests/benchmarks/compact_weights_bleu.py transformer-ref ")
     run = _load("reference/transformer-ref.json")

@@ -570,9 +570,10 @@ def test_a_tuple_of_floats_is_compared_within_the_tolerance_and_ids_exactly():
 
 
 def test_the_instructor_guide_names_every_exercise_graded_by_measurement(course_root):
-    # "What a student can see" tells instructors which exercises an assessment can rest on: the judged ones.
+    # The guide's "Teaching with the course" tells instructors which exercises an assessment can rest on: the judged
+    # ones.
     judged = [e.id for ch in registry.CHAPTER_MODULES for e in registry.chapter_exercises(ch) if e.judge is not None]
-    guide = (course_root / "book" / "instructor.md").read_text()
+    guide = (course_root / "book" / "instructor" / "teach.md").read_text()
     listed = re.search(r"\*\*experiment and analysis\s+exercises\*\* \(([\d., ]+), graded", guide)
     assert listed, "the instructor guide no longer lists the exercises graded by measurement"
     assert [x.strip() for x in listed.group(1).split(",")] == judged

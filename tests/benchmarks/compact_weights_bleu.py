@@ -10,7 +10,7 @@ weights as stored: the size of the file; the greedy BLEU of the rounded weights 
 length-penalty sweep as its notebook runs it (beam K = 4 on its seeded sample of 500 validation sentences, alpha 0,
 0.6, 1 and 2) with the alpha that sweep would choose. Decoded on two threads. The GPU run keeps int8 unless it costs
 more than 0.3 validation BLEU; transformer-ref stays float32 because in float16 the sweep chooses another alpha
-(book/instructor.md, "Stored weights").
+(book/instructor/models.md, "Stored weights").
 """
 
 from __future__ import annotations

@@ -10,8 +10,9 @@
    machine's load falls on both), and the scores must be the same every time.
 
 Prints the figures and writes them with the command and the machine as JSON (``--out``; the course keeps its run in
-src/transformer_course/runs/grading-speed.json, which the instructor guide quotes and tests/test_grading_speed_record.py holds the
-guide to). Not a test: timings vary with the machine and its load; run it on an idle machine.
+src/transformer_course/runs/grading-speed.json, which the instructor guide quotes (book/instructor/grade.md) and
+tests/test_grading_speed_record.py holds the guide to). Not a test: timings vary with the machine and its load; run
+it on an idle machine.
 """
 
 import argparse

@@ -4,7 +4,7 @@
 
 20 warm-up steps (the first steps allocate), then 150 timed steps of the batches the configuration trains on;
 prints wall-clock steps and target tokens per second, and steps per CPU-second. The reference models' budgets
-(instructor guide, "The reference models") are an hour of this rate on two threads.
+(book/instructor/models.md, "The reference models") are an hour of this rate on two threads.
 """
 
 import json

@@ -1,4 +1,4 @@
-"""Tune a configuration for a time budget on validation BLEU: the sweeps of the instructor guide.
+"""Tune a configuration for a time budget on validation BLEU: the sweeps of book/instructor/models.md.
 
     .venv/bin/python tests/benchmarks/sweep.py speed SPEC.json           # 1. the cost of a step of each trial
     .venv/bin/python tests/benchmarks/sweep.py run SPEC.json             # 2. train every trial, two at a time

@@ -14,8 +14,8 @@ CONFIGS: dict[str, dict] = {
     # a warm-up then inverse-square-root schedule: the chapters compare what each architecture learns in the
     # same time on the same machine. A time budget, not a number of steps, also bounds the cost of a notebook
     # on a slower machine (it trains fewer steps there). Under test, the steps of STEPS_IN_BUDGET replace it.
-    # Chosen on validation BLEU after 5 minutes on 2 cores, from twelve trials (book/instructor.md): a peak of 8e-3
-    # (from 3e-3) and 600-token batches (from 1,000), which buy more and larger updates in the same time.
+    # Chosen on validation BLEU after 5 minutes on 2 cores, from twelve trials (book/instructor/models.md): a peak
+    # of 8e-3 (from 3e-3) and 600-token batches (from 1,000), which buy more and larger updates in the same time.
     "seq2seq-cpu": {
         "model": "seq2seq",
         "d_emb": 256,
@@ -27,7 +27,7 @@ CONFIGS: dict[str, dict] = {
     },
     # Chosen for BLEU after 5 minutes on 2 cores: embeddings, attention and readout of 128 make a step about a
     # quarter cheaper than at 256, and 700-token batches at a peak of 8e-3 give more updates in the same time. A
-    # sweep of twelve trials on validation BLEU found none better by more than seeds differ (book/instructor.md).
+    # sweep of twelve trials on validation BLEU found none better by more than seeds differ (book/instructor/models.md).
     "bahdanau-cpu": {
         "model": "bahdanau",
         "d_emb": 128,
@@ -40,10 +40,10 @@ CONFIGS: dict[str, dict] = {
         "warmup": 70,
         "seconds": 300,
     },
-    # Tuned for validation BLEU after 5 minutes on 2 cores (12 trials, the sweep is in book/instructor.md): without
-    # dropout (five minutes see each training pair less than once, so there is nothing to regularise yet, and a step
-    # without dropout's masks is cheaper), narrower (d_model 192 instead of 256) and on batches of 600 tokens: more,
-    # cheaper updates.
+    # Tuned for validation BLEU after 5 minutes on 2 cores (12 trials, the sweep is in book/instructor/models.md):
+    # without dropout (five minutes see each training pair less than once, so there is nothing to regularise yet,
+    # and a step without dropout's masks is cheaper), narrower (d_model 192 instead of 256) and on batches of 600
+    # tokens: more, cheaper updates.
     "transformer-cpu": {
         "model": "transformer",
         "d_model": 192,
@@ -62,7 +62,7 @@ CONFIGS: dict[str, dict] = {
     # The reference models of chapters 8 and 9, trained once for 60 minutes on 2 cores and stored with their weights
     # (src/transformer_course/reference/): an hour sees the training pairs about nine (Transformer) and eleven (GRU)
     # times, so these are wider than the 5-minute ones and the Transformer keeps dropout; each is sized to store in
-    # under 25 MB. Chosen by that reasoning, not swept (book/instructor.md, "The reference models").
+    # under 25 MB. Chosen by that reasoning, not swept (book/instructor/models.md, "The reference models").
     "transformer-ref": {
         "model": "transformer",
         "d_model": 256,
@@ -91,7 +91,7 @@ CONFIGS: dict[str, dict] = {
         "seconds": 3600,
     },
     # For one GPU, and the GPU run's budget of about three minutes of training each (transformer_course.gpu), sized by
-    # reasoning from the CPU runs, not swept (book/instructor.md, "The GPU run"). A GPU step of these small models
+    # reasoning from the CPU runs, not swept (book/instructor/gpu.md). A GPU step of these small models
     # costs about what launching its kernels costs, whatever the batch, so batches are twelve times the hour-long
     # CPU models' (12,000 tokens), which buys far more tokens per second: three minutes then see the training pairs
     # tens of times, where the CPU hour saw them nine times and still gained with dropout 0.1. So the Transformer

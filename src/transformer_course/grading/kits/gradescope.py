@@ -56,7 +56,7 @@ KIT_README = """\
 # Gradescope autograder of chapter {chapter}: {notebook}
 
 Built by `make gradescope CHAPTER={chapter}` from the course repository (transformer_course {version}).
-Upload this zip, unchanged, on the assignment's "Configure Autograder" page; book/instructor.md
+Upload this zip, unchanged, on the assignment's "Configure Autograder" page; book/instructor/gradescope.md
 ("Grading on Gradescope") says every step. setup.sh installs the grader; run_autograder grades one submission.
 """
 
