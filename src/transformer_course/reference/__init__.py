@@ -17,6 +17,10 @@ For each name (``transformer-ref``, ``bahdanau-ref``, ``transformer-gpu``: confi
     python -m transformer_course.reference bleu transformer-ref     # re-decode the whole test set, compare its BLEU
     python -m transformer_course.reference sample transformer-ref   # (re)write the sample file from the weights
     python -m transformer_course.reference compact bahdanau-ref     # store float32 weights as float16, once
+    python -m transformer_course.reference translate transformer-ref --beam 4 "TEXT"   # {"pieces", "output"} as JSON
+
+``browser`` holds what the book's "Try the model" page shares with that last command: the translation contract, and
+the weights file that the book build writes for the page (``book/_ext/course_model.py``).
 
 They are loaded, never trained, by the notebooks and by CI: training one is an hour of two cores.
 """

@@ -1,4 +1,8 @@
-"""python -m transformer_course.reference {bleu,sample,compact} NAME: see the package's docstring."""
+"""python -m transformer_course.reference {bleu,sample,compact,translate} NAME: see the package's docstring.
+
+``translate NAME [--beam 1|4] [--weights stored|float16] TEXT`` prints ``{"pieces": [...], "output": "..."}``, the
+contract of the book's page (``reference.browser``): the page's ``window.courseModel.translate`` answers the same.
+Text the model is not asked about (nothing typed, too long) prints ``{"refused": "why"}`` and exits with status 2."""
 
 from __future__ import annotations
 
@@ -47,6 +51,21 @@ def _compact(name: str, form: str) -> int:
     return 0
 
 
+def _translate(name: str, text: str | None, beam: int, weights: str) -> int:
+    from .browser import InputRefused, load_translator, translate
+
+    if text is None:
+        raise SystemExit("translate needs the TEXT to translate")
+    model, tokenizer = load_translator(name, weights)
+    try:
+        answer = translate(model, tokenizer, text, beam)
+    except InputRefused as refused:
+        print(json.dumps({"refused": str(refused)}, ensure_ascii=False))
+        return 2
+    print(json.dumps(answer, ensure_ascii=False))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m transformer_course.reference",
@@ -54,18 +73,29 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument(
         "what",
-        choices=["bleu", "sample", "compact"],
+        choices=["bleu", "sample", "compact", "translate"],
         help="bleu: decode the whole test set again and compare with the stored BLEU; "
         "sample: write NAME-sample.json from the stored weights; "
-        "compact: store float32 weights in a compact form (then run sample again)",
+        "compact: store float32 weights in a compact form (then run sample again); "
+        "translate: translate TEXT and print its BPE pieces and the output as JSON (the book page's contract)",
     )
     p.add_argument("name", choices=NAMES)
+    p.add_argument("text", nargs="?", help="for translate: the English text")
+    p.add_argument("--beam", type=int, choices=[1, 4], default=1, help="for translate: 1 greedy, 4 beam search")
+    p.add_argument(
+        "--weights",
+        choices=["stored", "float16"],
+        default="stored",
+        help="for translate: the stored weights, or rounded to float16 as the book's page holds them",
+    )
     p.add_argument("--threads", type=int, default=2, help="CPU threads (default 2, the course's budget)")
     p.add_argument("--form", choices=["float16", "int8"], default="float16", help="for compact (default float16)")
-    args = p.parse_args(argv)
+    args = p.parse_intermixed_args(argv)  # the text may come after --beam
     torch.set_num_threads(args.threads)
     if args.what == "compact":
         return _compact(args.name, args.form)
+    if args.what == "translate":
+        return _translate(args.name, args.text, args.beam, args.weights)
     model, data, run = load_reference(args.name)
     if args.what == "sample":
         record = sample_record(args.name, model, data, run)
