@@ -21,6 +21,8 @@ beyond Jupyter Book's defaults, in configuration rather than in patched theme fi
   files only when some page is out of date, so an edit to course.css alone left the old copy in _build.
 - The bibliography's entries are list items for assistive technology (role="listitem", not the deprecated
   doc-biblioentry).
+- Each plot has a copy laid out for a phone, drawn by a MyST-NB plugin of the package (authoring/narrow_outputs.py);
+  the build stops if MyST-NB does not see it.
 - The theme starts in its automatic light/dark mode (without a default it logged "Got invalid theme mode").
 """
 
@@ -214,8 +216,23 @@ def bibliography_entries_are_list_items(app, pagename, templatename, context, do
         context["body"] = body.replace('role="doc-biblioentry"', 'role="listitem"')
 
 
+def check_phone_figures(app) -> None:
+    """The plots' phone copies are drawn by a MyST-NB plugin found through the package's entry point
+    (authoring/narrow_outputs.py): without it, every plot would show at one size and nothing would say so. A stale
+    src/transformer_course.egg-info (from an older install) hides the entry point: `make venv` writes it again."""
+    from myst_nb.core.render import load_mime_renders
+
+    if not any(plugin.__name__ == "NarrowFigures" for plugin in load_mime_renders()):
+        raise RuntimeError(
+            "MyST-NB does not see the course's renderer of plots for a phone (the entry point myst_nb.mime_renderers"
+            " of pyproject.toml): reinstall the package (`make venv`, or `.venv/bin/pip install -e .`), after removing"
+            " a stale src/transformer_course.egg-info"
+        )
+
+
 def setup(app):
     register_author_year_style()
+    app.connect("builder-inited", check_phone_figures)
     app.connect("config-inited", use_local_mathjax)
     app.connect("config-inited", default_theme_mode)
     app.connect("build-finished", write_search_text)

@@ -56,7 +56,8 @@
     for (const img of document.querySelectorAll("div.cell_output img, div.output img")) {
       if (!img.naturalWidth) continue;
       const box = img.parentElement;
-      if (!phone) {
+      // a plot's copy for the other width (course.css shows one of the two) takes no part
+      if (!phone || getComputedStyle(img).display === "none") {
         img.style.removeProperty("width");
         img.style.removeProperty("max-width");
         box.classList.remove("course-scroll");
@@ -105,6 +106,26 @@
         box.removeAttribute("tabindex");
         box.removeAttribute("role");
         box.removeAttribute("aria-label");
+      }
+    }
+  }
+
+  // 6b. A table printed as text (columns aligned with spaces) wrapped on a phone into lines no one could read
+  //     across. Such an output keeps its lines and scrolls sideways as a whole inside its box (course.css), which
+  //     the keyboard can reach. A text output is a table when most of its (three or more) lines have a gap of two
+  //     spaces or more between words.
+  function printedTables() {
+    const phone = window.innerWidth < PHONE;
+    for (const pre of document.querySelectorAll("div.cell_output pre")) {
+      const lines = pre.textContent.split("\n").filter((line) => line.trim());
+      const aligned = lines.filter((line) => /\S {2,}\S/.test(line)).length;
+      const table = lines.length >= 3 && aligned * 2 >= lines.length;
+      pre.classList.toggle("course-table-text", phone && table);
+      if (phone && table && pre.scrollWidth > pre.clientWidth + 1) {
+        pre.tabIndex = 0;
+        pre.setAttribute("aria-label", "printed table, scrolls sideways");
+      } else if (pre.classList.contains("course-table-text") || pre.getAttribute("aria-label")) {
+        pre.removeAttribute("aria-label");
       }
     }
   }
@@ -172,6 +193,7 @@
   for (const event of ["load", "resize"]) {
     window.addEventListener(event, fitFigures); // images have their natural size once loaded
     window.addEventListener(event, focusableTables);
+    window.addEventListener(event, printedTables);
     window.addEventListener(event, () => mathTypeset().then(fitEquations)); // once MathJax has drawn them
   }
 })();

@@ -19,10 +19,21 @@ from pathlib import Path
 
 from ..training.budget import ENV
 
+PREAMBLE = "from transformer_course.evaluation.figure_formatter import install as _install\n_install()\ndel _install"
+
 
 def _run(nb, folder: Path, timeout: int) -> None:
     """Execute ``nb`` in place in a fresh kernel whose working folder is ``folder``."""
     from nbclient import NotebookClient
+
+    async def phone_figures(notebook) -> None:
+        # Before the first cell, outside the notebook's history: every figure stored carries its copy laid out
+        # for a phone (evaluation/figure_formatter.py), which the book shows on a narrow screen.
+        assert client.kc is not None  # started before this hook runs
+        msg_id = client.kc.execute(PREAMBLE, silent=True, store_history=False)
+        reply = await client.async_wait_for_reply(msg_id)
+        if reply is None or reply["content"]["status"] != "ok":
+            raise RuntimeError(f"the kernel's preamble failed: {reply and reply['content']}")
 
     # No timing metadata: it would change the stored notebook on every run without changing its content.
     client = NotebookClient(
@@ -31,6 +42,7 @@ def _run(nb, folder: Path, timeout: int) -> None:
         kernel_name="python3",
         record_timing=False,
         resources={"metadata": {"path": str(folder)}},
+        on_notebook_start=phone_figures,
     )
     client.execute()
 
