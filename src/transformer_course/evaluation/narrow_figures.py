@@ -50,9 +50,13 @@ def _render(fig: Figure) -> bytes:
 
 def _panels(fig: Figure) -> list[list] | None:
     """The figure's panels: its axes grouped by the cell of the figure's grid they sit in (a colour bar made
-    beside its axes shares that cell), in reading order; None for a figure not laid out on a grid."""
+    beside its axes shares that cell), in reading order; None for a figure not laid out on a grid. An empty cell
+    of the grid (axis off, nothing drawn) is left out: on a phone it would be a gap."""
     groups: dict[tuple, list] = {}
     for ax in fig.axes:
+        if not ax.axison and not (ax.images or ax.lines or ax.patches or ax.collections or ax.texts):
+            ax.remove()
+            continue
         spec = ax.get_subplotspec()
         if spec is None:
             if _is_bar(ax):
@@ -195,11 +199,24 @@ def _unclash_ticks(fig: Figure) -> bool:
     return changed
 
 
-def _regrid(fig: Figure, panels: list[list], columns: int) -> GridSpec:
-    """Move the panels onto a grid of ``columns`` columns, in reading order."""
-    rows = -(-len(panels) // columns)
-    grid = GridSpec(rows, columns, figure=fig)
-    bars = [bar for i, axes in enumerate(panels) for bar in _move(axes, grid[i // columns, i % columns])]
+def _places(panels: list[list], columns: int) -> list[tuple[int, int]]:
+    """(row, column) of each panel on the phone: in reading order, a row of the notebook's grid starting a row of
+    its own (small multiples keep their rows: one example's steps stay together)."""
+    places: list[tuple[int, int]] = []
+    row, column, last = -1, columns, None
+    for axes in panels:
+        start = axes[0].get_subplotspec().get_topmost_subplotspec().rowspan.start
+        if start != last or column == columns:
+            row, column = row + 1, 0
+        places.append((row, column))
+        column, last = column + 1, start
+    return places
+
+
+def _regrid(fig: Figure, panels: list[list], places: list[tuple[int, int]], columns: int) -> GridSpec:
+    """Move the panels onto a grid of ``columns`` columns, at ``places``."""
+    grid = GridSpec(places[-1][0] + 1, columns, figure=fig)
+    bars = [bar for axes, (r, c) in zip(panels, places, strict=True) for bar in _move(axes, grid[r, c])]
     if not isinstance(fig.get_layout_engine(), ConstrainedLayoutEngine):
         # constrained layout spaces titles, labels and colour bars (tight_layout's placement overlapped them); a
         # colour bar placed by hand that it cannot take over raises ValueError, and that figure keeps its layout
@@ -208,15 +225,31 @@ def _regrid(fig: Figure, panels: list[list], columns: int) -> GridSpec:
     return grid
 
 
-def _resize(fig: Figure, grid: GridSpec, shapes: list[tuple], width: float, extra: float) -> None:
+def _resize(fig: Figure, grid: GridSpec, shapes: list, places: list, width: float, extra: float) -> None:
     """Size the figure ``width`` inches wide, each row as tall as its panels need (``_shape``), and ``extra``
     inches more for a legend below."""
-    columns = grid.ncols
-    panel_w = width / columns
-    heights = [(panel_w - margin) * ratio + labels for _, ratio, margin, labels in shapes]
-    row_heights = [max(heights[r * columns : (r + 1) * columns]) for r in range(grid.nrows)]
-    grid.set_height_ratios(row_heights)
-    fig.set_size_inches(width, sum(row_heights) + extra)
+    panel_w = width / grid.ncols
+    rows = [0.0] * grid.nrows
+    for (_, ratio, margin, labels), (r, _) in zip(shapes, places, strict=True):
+        rows[r] = max(rows[r], (panel_w - margin) * ratio + labels)
+    grid.set_height_ratios(rows)
+    fig.set_size_inches(width, sum(rows) + extra)
+
+
+def _crowded_numbers(fig: Figure) -> bool:
+    """Numbers written in the cells of a map (attention_heatmap's) that no longer fit their cells are taken out: the
+    colours still show the weights. Returns whether it took any out."""
+    renderer, changed = _renderer(fig), False
+    for ax in fig.axes:
+        data = ax.images[0].get_array() if ax.images else None
+        if data is None or not ax.texts:
+            continue
+        cell = ax.get_window_extent(renderer).width / data.shape[1]
+        if any(t.get_visible() and t.get_window_extent(renderer).width > 0.95 * cell for t in ax.texts):
+            for text in ax.texts:
+                text.set_visible(False)
+            changed = True
+    return changed
 
 
 def narrow_png(fig: Figure, most: int = NARROW_PX) -> bytes | None:
@@ -235,17 +268,18 @@ def narrow_png(fig: Figure, most: int = NARROW_PX) -> bytes | None:
             return None
         shapes = [_shape(copy, axes) for axes in panels]
         columns = 2 if len(panels) > 2 and max(shape[0] for shape in shapes) < SMALL_PANEL_IN else 1
+        places = _places(panels, columns)
         try:
-            grid = _regrid(copy, panels, columns)
+            grid = _regrid(copy, panels, places, columns)
         except ValueError:
             return None
         extra = _legends_for_phone(copy, panels)
         width = (most - 15) / DPI  # constrained layout's padding and the tight crop add about 10 px
         for attempt in range(4):
-            _resize(copy, grid, shapes, width, extra)
+            _resize(copy, grid, shapes, places, width, extra)
             png = _render(copy)
             # laid out and drawn now, labels and titles have their places and sizes
-            if _unclash_ticks(copy) | (attempt == 0 and _wrap_texts(copy, most)):
+            if _unclash_ticks(copy) | _crowded_numbers(copy) | (attempt == 0 and _wrap_texts(copy, most)):
                 png = _render(copy)
             if png_width(png) <= most:
                 return png
