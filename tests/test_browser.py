@@ -287,7 +287,9 @@ LAYOUT = """() => {
             scale: parseFloat(getComputedStyle(c).fontSize) / parseFloat(getComputedStyle(c.parentElement).fontSize),
             text: ((c.closest('.math') || c).textContent || '').trim().slice(0, 50)};
   });
-  const code = [...document.querySelectorAll('article pre')].filter(p => over(p))
+  // a table printed as text scrolls as a whole on a phone, focusable (course.js; tests/test_browser_phone.py)
+  const code = [...document.querySelectorAll('article pre')]
+    .filter(p => over(p) && !(p.classList.contains('course-table-text') && p.tabIndex === 0))
     .map(p => p.textContent.trim().slice(0, 50));
   // a plot's copy for the other width (course.css hides it) takes no part
   const figures = [...document.querySelectorAll('div.cell_output img, div.output img')]
@@ -321,7 +323,8 @@ def _open(page, url: str) -> None:
 def test_nothing_is_cut_off_at_1280_px_or_on_a_phone(site, browser):
     # Every display equation fits its column: at 1280 px at its own size, on a phone at LEAST_MATH of it or more
     # (long ones are stacked over lines where they are written; course.js draws a wide one smaller on a phone).
-    # No code block scrolls sideways, and a code cell's line holds CODE_COLUMN characters at 1280 px (no notebook's
+    # No code block scrolls sideways (but for a table printed as text on a phone, which scrolls as a whole and can
+    # be reached with the keyboard), and a code cell's line holds CODE_COLUMN characters at 1280 px (no notebook's
     # code line is longer: test_release), so that no line of code wraps. On a 400 px phone the page itself never
     # scrolls sideways: a figure wider than the column scrolls inside its own box, and keeps at least 1 / MAX_SHRINK
     # of its size. Every page of the book.
