@@ -114,6 +114,7 @@
   //     across. Such an output keeps its lines and scrolls sideways as a whole inside its box (course.css), which
   //     the keyboard can reach. A text output is a table when most of its (three or more) lines have a gap of two
   //     spaces or more between words.
+  const TABLE_LABEL = "printed table, scrolls sideways";
   function printedTables() {
     const phone = window.innerWidth < PHONE;
     for (const pre of document.querySelectorAll("div.cell_output pre")) {
@@ -123,9 +124,9 @@
       pre.classList.toggle("course-table-text", phone && table);
       if (phone && table && pre.scrollWidth > pre.clientWidth + 1) {
         pre.tabIndex = 0;
-        pre.setAttribute("aria-label", "printed table, scrolls sideways");
-      } else if (pre.classList.contains("course-table-text") || pre.getAttribute("aria-label")) {
-        pre.removeAttribute("aria-label");
+        pre.setAttribute("aria-label", TABLE_LABEL);
+      } else if (pre.getAttribute("aria-label") === TABLE_LABEL) {
+        pre.removeAttribute("aria-label"); // the label this function gave it, once the table no longer scrolls
       }
     }
   }

@@ -42,7 +42,7 @@ def _renderer(fig: Figure):
 
 def _render(fig: Figure) -> bytes:
     buffer = io.BytesIO()
-    with warnings.catch_warnings():  # tight_layout's "not compatible" notes: the width check below is the judge
+    with warnings.catch_warnings():  # the layout engine's notes ("not applied"): the width check is the judge
         warnings.simplefilter("ignore")
         fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight", facecolor="white")
     return buffer.getvalue()
