@@ -149,6 +149,9 @@ def test_adopting_the_results_puts_them_into_the_course_and_the_sample_reproduce
         adopt(out, tmp_path / "runs", tmp_path / "reference")
     lines = adopt(out, tmp_path / "runs", tmp_path / "reference", dry_run_ok=True)
     assert not [line for line in lines if line.startswith("left out")], lines
+    assert sorted(p.name for p in (tmp_path / "runs/gpu/seed0").iterdir()) == sorted(
+        name for key, name in FILES.items() if key != "weights"
+    )  # every record of the run is kept, by its seed; the weights only once, in reference/
     assert sorted(p.name for p in (tmp_path / "reference").iterdir()) == [
         "transformer-gpu-sample.json",
         "transformer-gpu.json",
@@ -256,3 +259,61 @@ def test_the_repository_stays_small_enough_to_travel_to_a_gpu_machine():
     sizes = {name: (ROOT / name).stat().st_size for name in listed.decode().split("\0") if (ROOT / name).is_file()}
     largest = ", ".join(f"{n} {b / 2**20:.1f} MiB" for n, b in sorted(sizes.items(), key=lambda i: -i[1])[:3])
     assert sum(sizes.values()) < 50 * 2**20, f"the tracked files hold {sum(sizes.values()) / 2**20:.1f} MiB: {largest}"
+
+
+def _another_run(out: Path, to: Path, seed: int, validation: float) -> Path:
+    """A copy of the dry run's files as if a run of another seed had scored ``validation``."""
+    to.mkdir()
+    for p in out.iterdir():
+        (to / p.name).write_bytes(p.read_bytes())
+    machine = json.loads((to / FILES["machine"]).read_text())
+    (to / FILES["machine"]).write_text(json.dumps({**machine, "seed": seed, "started": f"seed {seed}, {validation}"}))
+    run = json.loads((to / FILES["transformer"]).read_text())
+    (to / FILES["transformer"]).write_text(json.dumps({**run, "score": validation}))
+    return to
+
+
+def test_a_second_run_is_kept_and_its_model_stored_only_if_better_on_validation(dry_run, tmp_path):
+    from transformer_course.gpu.adopt import adopt, adopted_runs
+
+    _, out, _ = dry_run
+    runs, reference = tmp_path / "runs", tmp_path / "reference"
+    adopt(out, runs, reference, dry_run_ok=True)
+    first = json.loads((reference / FILES["transformer"]).read_text())["score"]
+
+    worse = _another_run(out, tmp_path / "worse", 1, first - 1)
+    lines = adopt(worse, runs, reference, dry_run_ok=True)
+    assert any(line.startswith("kept the stored transformer-gpu") for line in lines), lines
+    assert json.loads((reference / FILES["transformer"]).read_text())["score"] == first
+    assert sorted(adopted_runs(runs)) == [0, 1]
+    assert adopted_runs(runs)[1]["transformer"]["score"] == first - 1
+
+    with pytest.raises(ValueError, match="seed 1 is already adopted"):  # the same seed again, another run
+        adopt(_another_run(out, tmp_path / "again", 1, first + 5), runs, reference, dry_run_ok=True)
+    adopt(worse, runs, reference, dry_run_ok=True)  # the same run twice: nothing new, no error
+
+    better = _another_run(out, tmp_path / "better", 2, first + 1)
+    lines = adopt(better, runs, reference, dry_run_ok=True)
+    assert json.loads((reference / FILES["transformer"]).read_text())["score"] == first + 1
+    assert any(line.startswith("decoded the sample") for line in lines), lines
+    assert sorted(adopted_runs(runs)) == [0, 1, 2]
+
+
+def test_the_stored_gpu_model_is_the_adopted_run_best_on_validation():
+    """The course's own records: every adopted run kept by seed, and the stored Transformer (with the records
+    chapter 8 draws beside it) is the run whose validation BLEU is the highest."""
+    from importlib.resources import files
+
+    from transformer_course.gpu.adopt import adopted_runs
+    from transformer_course.reference import reference_run
+
+    kept = adopted_runs()
+    assert len(kept) >= 2, "the course has two GPU runs (seeds 0 and 1)"
+    stored = reference_run("transformer-gpu")
+    best = max(kept, key=lambda seed: kept[seed]["transformer"]["score"])
+    assert kept[best]["transformer"] == stored
+    for key in ("gru", "throughput", "step_time", "machine"):
+        top = json.loads(files("transformer_course.runs").joinpath(FILES[key]).read_text())
+        assert kept[best][key] == top, f"runs/{FILES[key]} is not the record of seed {best}, the stored model's run"
+    for seed, run in kept.items():
+        assert f"--seed {seed}" in run["transformer"]["command"] and f"--seed {seed}" in run["gru"]["command"]

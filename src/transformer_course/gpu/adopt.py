@@ -1,15 +1,20 @@
 """A GPU run's results into the course: ``python -m transformer_course.gpu adopt DIR``, here, on the CPU.
 
-The run JSONs and the benchmarks go to ``runs/`` (where chapter 8 reads them), the Transformer's run and compact
-weights to ``reference/`` beside the hour-long CPU models, and its sample translations are decoded here, on the CPU,
-from those very weights: the test suite decodes them again and must find them to the token (tests/test_reference.py).
-Only finished results are taken; a run cut short has its finished files adopted and the rest named.
+Every run is kept: its records (the JSON files and the log, not the weights) go to ``runs/gpu/seedN/``, so that the
+chapters can quote each figure as a mean over the runs with its spread. One model is stored: the course keeps the
+Transformer whose validation BLEU is the highest (the model is chosen on validation, never on test), with its run's
+records beside it where chapter 8 reads them (``runs/``) and its run and compact weights in ``reference/``. The
+tracked tree has room for one GPU model only (the guide's "The GPU run"). When a new run's Transformer wins, its
+sample translations are decoded here, on the CPU, from those very weights: the test suite decodes them again and
+must find them to the token (tests/test_reference.py). Only finished results are taken; a run cut short has its
+finished files adopted and the rest named.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -17,7 +22,7 @@ import torch
 
 from . import FILES
 
-__all__ = ["adopt"]
+__all__ = ["adopt", "adopted_runs", "seed_of"]
 
 PACKAGE = Path(__file__).resolve().parents[1]
 TO_RUNS = ("machine", "log", "throughput", "step_time", "gru")
@@ -33,11 +38,46 @@ def _finished(path: Path) -> bool:
     )  # a training run: tested at its end
 
 
+def seed_of(results: Path) -> int:
+    """The seed a run's results were made with: recorded by the run since its second version, read from the
+    trainers' commands before that (the first run did not pass one: seed 0)."""
+    machine = json.loads((Path(results) / FILES["machine"]).read_text())
+    if "seed" in machine:
+        return int(machine["seed"])
+    for key in ("transformer", "gru"):
+        path = Path(results) / FILES[key]
+        if path.is_file():
+            found = re.search(r"--seed (\d+)", json.loads(path.read_text()).get("command", ""))
+            if found:
+                return int(found.group(1))
+    return 0
+
+
+def adopted_runs(runs: Path | None = None) -> dict[int, dict[str, dict]]:
+    """Every adopted GPU run's records by seed: ``{seed: {"machine": ..., "transformer": ..., "gru": ...,
+    "throughput": ..., "step_time": ...}}``, the files that run returned (a key is missing if its file is)."""
+    folder = (PACKAGE / "runs" if runs is None else Path(runs)) / "gpu"
+    found: dict[int, dict[str, dict]] = {}
+    for run in sorted(folder.glob("seed*")):
+        found[int(run.name.removeprefix("seed"))] = {
+            key: json.loads((run / name).read_text())
+            for key, name in FILES.items()
+            if name.endswith(".json") and (run / name).is_file()
+        }
+    return dict(sorted(found.items()))
+
+
+def _validation(path: Path) -> float | None:
+    return json.loads(path.read_text()).get("score") if path.is_file() else None
+
+
 def adopt(
     results: Path, runs: Path | None = None, reference: Path | None = None, dry_run_ok: bool = False
 ) -> list[str]:
-    """Copy a GPU run's finished files from ``results`` into the course and write the Transformer's sample; returns
-    one line per thing done or left out. A dry run's results are refused unless ``dry_run_ok`` (its tests)."""
+    """Keep a GPU run's finished records under ``runs/gpu/seedN/``, and store its Transformer if it beats the
+    stored one on validation; returns one line per thing done or left out. A dry run's results are refused unless
+    ``dry_run_ok`` (its tests). A seed already adopted from another run is refused: two runs of one seed would
+    count twice in a mean."""
     from ..reference import load_reference, sample_record
 
     results = Path(results)
@@ -49,30 +89,55 @@ def adopt(
     record = json.loads(machine.read_text())
     if record.get("dry_run") and not dry_run_ok:
         raise ValueError(f"{results} holds a dry run (on the CPU, tiny budgets): its figures are not the GPU's")
-    lines = []
+    seed = seed_of(results)
+    kept = runs / "gpu" / f"seed{seed}"
+    if (kept / FILES["machine"]).is_file():
+        before = json.loads((kept / FILES["machine"]).read_text()).get("started")
+        if before != record.get("started"):
+            raise ValueError(
+                f"seed {seed} is already adopted, from the run started {before}: give the next run another"
+                f" --seed (runs/gpu/ holds seeds {sorted(adopted_runs(runs))})"
+            )
+    lines, finished = [], {}
     for key in TO_RUNS + TO_REFERENCE:
         source = results / FILES[key]
         if not source.is_file() or not _finished(source):
             lines.append(f"left out {FILES[key]}: {'missing' if not source.is_file() else 'not finished'}")
             continue
+        finished[key] = source
+        if key != "weights":
+            kept.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, kept / FILES[key])
+    lines.append(f"kept the records of seed {seed} in {kept}")
+
+    stored, new = _validation(reference / FILES["transformer"]), _validation(results / FILES["transformer"])
+    if "transformer" not in finished or "weights" not in finished:
+        lines.append("stored no model: the run returned no finished Transformer with its weights")
+        return lines
+    if stored is not None and new is not None and new <= stored:
+        lines.append(
+            f"kept the stored transformer-gpu: validation BLEU {stored:.2f} against this run's {new:.2f}"
+            " (the stored model is chosen on validation)"
+        )
+        return lines
+    for key, source in finished.items():
         target = (runs if key in TO_RUNS else reference) / FILES[key]
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target)
         lines.append(f"copied {FILES[key]} to {target}")
     weights, run = reference / FILES["weights"], reference / FILES["transformer"]
-    if weights.is_file() and run.is_file():
-        recorded = json.loads(run.read_text()).get("weights_sha256")
-        if hashlib.sha256(weights.read_bytes()).hexdigest() != recorded:
-            raise ValueError(f"{weights} is not the file the run's JSON describes: copy both from the same run")
-        name = FILES["transformer"].removesuffix(".json")
-        threads = torch.get_num_threads()
-        torch.set_num_threads(2)  # as the test that decodes the sample again
-        try:
-            model, data, stored = load_reference(name, folder=reference)
-            sample = sample_record(name, model, data, stored)
-        finally:
-            torch.set_num_threads(threads)
-        path = reference / f"{name}-sample.json"
-        path.write_text(json.dumps(sample, indent=1, ensure_ascii=False) + "\n")
-        lines.append(f"decoded the sample of {name} here, from the stored weights: {path}")
+    recorded = json.loads(run.read_text()).get("weights_sha256")
+    if hashlib.sha256(weights.read_bytes()).hexdigest() != recorded:
+        raise ValueError(f"{weights} is not the file the run's JSON describes: copy both from the same run")
+    name = FILES["transformer"].removesuffix(".json")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)  # as the test that decodes the sample again
+    try:
+        model, data, stored_run = load_reference(name, folder=reference)
+        sample = sample_record(name, model, data, stored_run)
+    finally:
+        torch.set_num_threads(threads)
+    path = reference / f"{name}-sample.json"
+    path.write_text(json.dumps(sample, indent=1, ensure_ascii=False) + "\n")
+    lines.append(f"decoded the sample of {name} here, from the stored weights: {path}")
     return lines

@@ -93,6 +93,7 @@ class Run:
             "command": command,
             "dry_run": dry_run,
             "minutes": minutes,
+            "seed": seed,  # adopt keeps each seed's records apart (runs/gpu/seedN)
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started)),
             "bf16_autocast": self.bf16,
             "phases": [],
