@@ -191,3 +191,15 @@ def test_chapter_8_caption_encoders_were_chosen_on_validation_and_summarised_fro
             values = [r[key] for r in tests]
             assert math.isclose(summary[key]["mean"], statistics.mean(values))
             assert math.isclose(summary[key]["sd"], statistics.stdev(values))
+
+
+def _gpu_runs():
+    from transformer_course.gpu.adopt import adopted_runs
+
+    return [(seed, key, kept[key]) for seed, kept in adopted_runs().items() for key in ("transformer", "gru")]
+
+
+@pytest.mark.parametrize(("seed", "key", "run"), _gpu_runs(), ids=lambda v: v if isinstance(v, (int, str)) else "")
+def test_every_kept_gpu_run_records_its_command_and_a_consistent_curve(seed, key, run):
+    check_run(run)  # the records of every GPU run adopted, by seed (runs/gpu/seedN), not only the stored model's
+    assert f"--seed {seed}" in run["command"]
