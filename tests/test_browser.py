@@ -212,12 +212,14 @@ def test_figures_have_alt_text(site):
 
 @pytest.mark.parametrize("page_name, at_least", [("05_self_attention", 3), ("08_transformer", 5)])
 def test_the_diagrams_show_at_their_natural_size(site, browser, page_name, at_least):
-    # The code-drawn diagrams are SVG images: each must load, say what it shows, and fit the column unshrunk.
+    # The code-drawn diagrams are SVG images: each must load, say what it shows, and fit the column unshrunk (the
+    # phone's copy, hidden at this width, takes no part: tests/test_browser_phone.py reads it).
     html, base = site
     page = browser.new_page()
     page.set_viewport_size({"width": 1280, "height": 900})
     page.goto(base + f"solutions/{page_name}.html", wait_until="load")
-    diagrams = page.evaluate("""() => [...document.querySelectorAll('article img[src$=".svg"]')].map(img => {
+    diagrams = page.evaluate("""() => [...document.querySelectorAll('article img[src$=".svg"]')]
+      .filter(img => getComputedStyle(img).display !== 'none').map(img => {
         img.scrollIntoView();
         return {loaded: img.complete && img.naturalWidth > 0, natural: img.naturalWidth,
                 shown: img.getBoundingClientRect().width, alt: img.getAttribute('alt')};
@@ -377,6 +379,7 @@ def test_labels_are_readable_on_a_phone_and_chapter_9s_maps_are_shown_whole(site
     labels = page.evaluate("""async () => {
       const out = [];
       for (const img of document.querySelectorAll('div.cell_output img[src$=".svg"], div.output img[src$=".svg"]')) {
+        if (getComputedStyle(img).display === 'none') continue;  // the wide copy of a diagram drawn for a phone
         const text = await (await fetch(img.src)).text();
         const viewBox = text.match(/viewBox="[\\d.]+ [\\d.]+ ([\\d.]+)/);
         const sizes = [...text.matchAll(/font-size: ?([\\d.]+)px/g)].map(m => parseFloat(m[1]));

@@ -1,12 +1,15 @@
 """Issue 57, item 6: the chapters on a 400 px phone, in Chromium.
 
-Every plot of every chapter page is shown as its phone copy (evaluation/narrow_figures.py, stored by `make execute`,
-rendered by authoring/narrow_outputs.py): whole within the column, at 90 % of its size or more, so its text keeps
-the size it has in the notebook. At 1280 px the notebook's own layout is shown and no phone copy. A table printed as
-text keeps its lines on a phone and scrolls sideways as a whole (course.js), reachable with the keyboard.
+Every plot and every code-drawn diagram of every chapter page is shown as its phone copy (plots:
+evaluation/narrow_figures.py, stored by `make execute`; diagrams: diagrams/_narrow_*.py and the diagrams that draw
+both layouts, stored by `make execute` or authoring/diagram_outputs.py; both rendered by authoring/narrow_outputs.py):
+whole within the column, at 90 % of its size or more. A plot's text keeps the size it has in the notebook; a diagram's
+is no smaller than the book's footnotes (a footnote mark's size, measured in the page). At 1280 px the notebook's own
+layout is shown and no phone copy. A table printed as text keeps its lines on a phone and scrolls sideways as a whole
+(course.js), reachable with the keyboard.
 
-The code-drawn diagrams (SVG) are not part of this: each still has one layout, shown at its size and scrolled
-inside its box on a phone (tests/test_browser.py).
+The diagrams not yet laid out for a phone (PENDING, by page) are still shown at their size on a phone and scroll
+inside their box (tests/test_browser.py); tests/test_diagrams_narrow.py lists them by name.
 
 The browser, the network cut-off and the book (COURSE_TEST_BOOK=_build/html to reuse a build) are
 tests/test_browser.py's fixtures.
@@ -18,12 +21,13 @@ from urllib.parse import urljoin
 
 from test_browser import PHONE, _open, _pages, browser, site  # noqa: F401  (fixtures)
 
-PLOTS = """() => [...document.querySelectorAll('div.cell_output img')]
-  .filter(i => !/\\.svg(\\?|$)/.test(i.getAttribute('src') || '')).map(i => {
+PLOTS = """() => [...document.querySelectorAll('div.cell_output img, div.cell_output svg')]
+  .filter(i => i.tagName === 'IMG' || !i.closest('mjx-container, button')).map(i => {
     const box = i.closest('div.cell_output');
     const column = box.getBoundingClientRect();
     const shown = i.getBoundingClientRect();
-    return {src: i.getAttribute('src'), cls: i.className, natural: i.naturalWidth, width: shown.width,
+    return {src: i.getAttribute('src') || 'an inline svg', cls: i.getAttribute('class') || '',
+            natural: i.naturalWidth || shown.width, width: shown.width,
             right: shown.right, left: shown.left, columnRight: column.right, columnLeft: column.left,
             visible: getComputedStyle(i).display !== 'none'};
   })"""
@@ -36,6 +40,43 @@ TABLES = """() => [...document.querySelectorAll('div.cell_output pre.course-tabl
             whiteSpace: style.whiteSpace, scrolls: p.scrollWidth > p.clientWidth + 1, tabIndex: p.tabIndex,
             label: p.getAttribute('aria-label'), text: p.textContent.slice(0, 40)};
   })"""
+
+
+# The diagrams of each page still without a phone layout (tests/test_diagrams_narrow.py names them): on a phone they
+# are shown at their size, scrolling inside their box.
+PENDING = {
+    "02_lstm": 2,
+    "03_encoder_decoder": 1,
+    "04_bahdanau_attention": 1,
+    "05_self_attention": 3,
+    "07_positional_encoding": 1,
+    "08_transformer": 2,
+    "09_beam_search": 1,
+    "10_language_models": 1,
+    "11_attention_at_scale": 3,
+}
+
+# The smallest text of each diagram shown on a phone: per text element its largest font size (a math sub- or
+# superscript is 70 % of it), in the SVG's units, times the width shown over the viewBox's; and a footnote mark's size.
+DIAGRAM_TEXT = """async () => {
+  const mark = document.createElement('a');
+  mark.className = 'footnote-reference brackets';
+  mark.textContent = '1';
+  document.querySelector('article p').appendChild(mark);
+  const footnote = parseFloat(getComputedStyle(mark).fontSize);
+  mark.remove();
+  const out = [];
+  for (const img of document.querySelectorAll('div.cell_output img.course-narrow[src$=".svg"]')) {
+    if (getComputedStyle(img).display === 'none') continue;
+    const svg = new DOMParser().parseFromString(await (await fetch(img.src)).text(), 'image/svg+xml');
+    const box = svg.documentElement.getAttribute('viewBox').split(' ').map(parseFloat);
+    const sizes = [...svg.querySelectorAll('text')].map(t => Math.max(
+      ...[t, ...t.querySelectorAll('tspan')].map(e => parseFloat((e.getAttribute('style') || '')
+        .match(/font(?:-size)?: ?([\\d.]+)px/)?.[1] || 0))));
+    out.push({src: img.getAttribute('src'), px: Math.min(...sizes) * img.getBoundingClientRect().width / box[2]});
+  }
+  return {footnote, diagrams: out};
+}"""
 
 
 def _chapters(html):
@@ -51,10 +92,18 @@ def test_every_plot_is_its_phone_copy_whole_in_the_column_and_the_notebooks_on_a
         for path in _chapters(html):
             name = path.relative_to(html).as_posix()
             _open(page, urljoin(base, name))
+            wide_only = 0
             for plot in page.evaluate(PLOTS):
                 if not plot["visible"]:
                     continue
                 where = f"{width} px, {name}, {plot['src']}"
+                if plot["src"] == "an inline svg":  # a figure an output draws itself: it must fit, that is all
+                    if plot["left"] < plot["columnLeft"] - 1 or plot["right"] > plot["columnRight"] + 1:
+                        problems.append(f"{where}: {plot['width']:.0f} px wide, wider than its column")
+                    continue
+                if width == PHONE and plot["src"].endswith(".svg") and "course-narrow" not in plot["cls"]:
+                    wide_only += 1  # a diagram without a phone layout yet: PENDING
+                    continue
                 if width == PHONE:
                     phone_plots += 1
                     if "course-narrow" not in plot["cls"]:
@@ -67,9 +116,30 @@ def test_every_plot_is_its_phone_copy_whole_in_the_column_and_the_notebooks_on_a
                     wide_plots += 1
                     if "course-narrow" in plot["cls"]:
                         problems.append(f"{where}: the phone copy shows on a wide screen")
+            if width == PHONE and wide_only != PENDING.get(path.stem, 0):
+                problems.append(
+                    f"{name}: {wide_only} diagrams without a phone copy, PENDING says {PENDING.get(path.stem)}"
+                )
     page.close()
-    assert phone_plots > 50 and wide_plots == phone_plots, (phone_plots, wide_plots)
+    assert phone_plots > 60 and wide_plots == phone_plots + sum(PENDING.values()), (phone_plots, wide_plots)
     assert not problems, f"{len(problems)}: " + "; ".join(problems[:15])
+
+
+def test_a_diagrams_text_on_a_phone_is_no_smaller_than_a_footnote(site, browser):  # noqa: F811
+    html, base = site
+    page = browser.new_page()
+    page.set_viewport_size({"width": PHONE, "height": 900})
+    small, measured, footnote = [], [], 0.0
+    for path in _chapters(html):
+        name = path.relative_to(html).as_posix()
+        _open(page, urljoin(base, name))
+        found = page.evaluate(DIAGRAM_TEXT)
+        footnote = found["footnote"]
+        measured += [d["px"] for d in found["diagrams"]]
+        small += [f"{name}, {d['src']}: {d['px']:.1f} px" for d in found["diagrams"] if d["px"] < footnote - 0.01]
+    page.close()
+    assert footnote >= 12 and len(measured) >= 10, (footnote, measured)
+    assert not small, f"text smaller than a footnote's {footnote} px: " + "; ".join(small)
 
 
 def test_a_printed_table_keeps_its_lines_on_a_phone_and_scrolls_as_a_whole(site, browser):  # noqa: F811

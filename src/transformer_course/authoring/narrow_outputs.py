@@ -1,9 +1,12 @@
-"""The book's renderer for plots that carry a copy laid out for a phone (evaluation/narrow_figures.py, stored by evaluation/figure_formatter.py).
+"""The book's renderer for figures that carry a copy laid out for a phone: plots (evaluation/narrow_figures.py, stored
+by evaluation/figure_formatter.py) and the code-drawn diagrams (an SVG, its copy drawn by diagrams/_narrow_*.py and
+stored by ``Diagram._repr_mimebundle_``).
 
-MyST-NB renders an output's PNG as one image. This plugin (the entry point "myst_nb.mime_renderers" in
-pyproject.toml) renders both of such a plot: the notebook's with the class ``course-wide``, the phone's with
-``course-narrow``; book/_static/course.css shows one of them by the page's width. An output without a phone copy
-is left to MyST-NB (the plugin returns None).
+MyST-NB renders an output's PNG or SVG as one image. This plugin (the entry point "myst_nb.mime_renderers" in
+pyproject.toml) renders both of such a figure: the notebook's with the class ``course-wide``, the phone's with
+``course-narrow``, each an image file of its own (so the two SVGs' ids never meet in one document) with the cell's
+alt text; book/_static/course.css shows one of them by the page's width. An output without a phone copy is left to
+MyST-NB (the plugin returns None).
 """
 
 from __future__ import annotations
@@ -21,9 +24,9 @@ class NarrowFigures:
 
     @staticmethod
     def handle_mime(renderer: Any, data: Any, inline: bool) -> list | None:
-        if inline or data.mime_type != "image/png":
+        if inline or data.mime_type not in ("image/png", "image/svg+xml"):
             return None
-        narrow = data.output_metadata.get("image/png", {}).get(KEY)
+        narrow = data.output_metadata.get(data.mime_type, {}).get(KEY)
         if not narrow:
             return None
         wide = renderer.render_image(data)

@@ -20,6 +20,9 @@ from .scale import query_key_value_heads, rotary_pairs, sliding_window_reach, ti
 from .sequence import bahdanau_step, encoder_decoder, teacher_forcing
 from .transformer import cross_attention, transformer_stack
 
+# The phone's layouts drawn apart from their diagrams (the others draw both): importing registers them.
+from . import _narrow_scale  # noqa: F401  isort: skip
+
 __all__ = [
     "Diagram",
     "attention_matrix_form",

@@ -8,7 +8,10 @@ group in the SVG (``part="encoder_layer", index=3`` gives ``id="encoder-layer-3"
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
+from collections.abc import Iterator
+from contextvars import ContextVar
 
 from matplotlib.figure import Figure
 from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
@@ -19,6 +22,10 @@ from ._shapes import SMALL, Box, fits, plain
 
 MAX_WIDTH = 7.0  # inches: the book's content column, so the SVG is shown at its natural size
 FONT = 10  # points, labels of blocks
+# A phone's copy: a 400 px phone's column is 368 px (at 96 px an inch), and its text is no smaller than the book's
+# footnotes (13 px): 10 pt is 13.3 px.
+NARROW = 3.75  # inches, 360 px
+NARROW_SMALL = 10  # points
 
 # One fill per kind of block, the same in every diagram (light, so black text stays readable on each).
 COLOURS = {
@@ -38,13 +45,33 @@ HIGHLIGHT = "#c0392b"  # the one path a diagram is about: a bottleneck, the cell
 FADED = 0.3  # opacity of what was discarded (pruned hypotheses)
 KINDS = tuple(COLOURS)
 
+_PHONE: ContextVar[bool] = ContextVar("phone", default=False)
+
+
+def narrow() -> bool:
+    """Whether the diagram being drawn is the phone's copy (a function that draws both layouts asks)."""
+    return _PHONE.get()
+
+
+@contextlib.contextmanager
+def phone_copy() -> Iterator[None]:
+    """Draw the phone's copy: canvases at most NARROW wide, no text under NARROW_SMALL points."""
+    token = _PHONE.set(True)
+    try:
+        yield
+    finally:
+        _PHONE.reset(token)
+
 
 class Canvas:
     """A figure of ``width`` x ``height`` inches to draw one diagram on (see the module's docstring)."""
 
     def __init__(self, width: float, height: float) -> None:
-        if width > MAX_WIDTH:  # a programming error of a diagram, not a user's: callers size themselves
-            raise AssertionError(f"a diagram of {width:.2f} in is wider than the book's {MAX_WIDTH} in")
+        self.phone = narrow()
+        most = NARROW if self.phone else MAX_WIDTH
+        if width > most + 1e-9:  # a programming error of a diagram, not a user's: callers size themselves
+            raise AssertionError(f"a diagram of {width:.2f} in is wider than the column's {most} in")
+        self.small = NARROW_SMALL if self.phone else SMALL  # points: the smallest text drawn
         self.width, self.height = width, height
         # A bare Figure, not pyplot's: the notebook's inline backend never sees it, so the cell shows the SVG
         # only, not a PNG copy too, and nothing stays open to close.
@@ -58,6 +85,10 @@ class Canvas:
         self.texts: list[Text] = []  # free texts, not the labels of boxes
         self.paths: list[tuple[list[tuple[float, float]], Text | None]] = []  # (points, its label or None)
         self._ids: set[str] = set()
+
+    def size(self, points: float) -> float:
+        """A font size as drawn: on a phone, no smaller than NARROW_SMALL."""
+        return max(points, self.small)
 
     def _tag(self, artist, part: str | None, index: object) -> None:
         if part is None:
@@ -108,7 +139,9 @@ class Canvas:
         self._tag(patch, part, index)
         text = None
         if label:
-            text = self.ax.text(x, y, label, ha="center", va="center", fontsize=fontsize, color=INK, zorder=4)
+            text = self.ax.text(
+                x, y, label, ha="center", va="center", fontsize=self.size(fontsize), color=INK, zorder=4
+            )
             text.set_alpha(alpha)
         b = Box(x, y, w, h)
         self.boxes.append((b, text, frame))
@@ -129,7 +162,7 @@ class Canvas:
         patch = Circle((x, y), r, facecolor=COLOURS[kind], edgecolor=INK, linewidth=1.0, zorder=3)
         self.ax.add_patch(patch)
         self._tag(patch, part, index)
-        self.ax.text(x, y, symbol, ha="center", va="center", fontsize=FONT + 1, color=INK, zorder=4)
+        self.ax.text(x, y, symbol, ha="center", va="center", fontsize=self.size(FONT + 1), color=INK, zorder=4)
         # The layout checks see the square inside the circle: an arrow meeting it at a slant is not "through" it.
         self.boxes.append((Box(x, y, 1.4 * r, 1.4 * r), None, False))
         return Box(x, y, 2 * r, 2 * r)
@@ -153,7 +186,16 @@ class Canvas:
     ):
         """A free label (a title, a shape, a note): checked not to overlap boxes, other labels or arrows."""
         t = self.ax.text(
-            x, y, s, ha=ha, va=va, fontsize=fontsize, color=color, weight=weight, style=style, rotation=rotation
+            x,
+            y,
+            s,
+            ha=ha,
+            va=va,
+            fontsize=self.size(fontsize),
+            color=color,
+            weight=weight,
+            style=style,
+            rotation=rotation,
         )
         t.set_alpha(alpha)
         t.set_zorder(4)
@@ -202,10 +244,10 @@ class Canvas:
             if abs(x1 - x0) < abs(y1 - y0):  # vertical: the label beside it
                 side = 1 if label_side == "right" else -1
                 text = self.ax.text(
-                    mx + 0.07 * side, my, label, ha="left" if side > 0 else "right", va="center", fontsize=SMALL
+                    mx + 0.07 * side, my, label, ha="left" if side > 0 else "right", va="center", fontsize=self.small
                 )
             else:  # horizontal: the label above it
-                text = self.ax.text(mx, my + 0.05, label, ha="center", va="bottom", fontsize=SMALL)
+                text = self.ax.text(mx, my + 0.05, label, ha="center", va="bottom", fontsize=self.small)
             text.set_color(INK)
             text.set_zorder(4)
             self.texts.append(text)
@@ -231,7 +273,7 @@ class Canvas:
         ``slant`` decides it for rows that share a line."""
         boxes = [Box(x, y, w, h) for x in xs]
         if slant is None:
-            slant = not fits(tokens, w)
+            slant = not fits(tokens, w, self.small)
         if not slant:
             return [
                 self.box(x, y, w, h, plain(t), kind, part=part, index=i)

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import functools
 import io
+from collections.abc import Callable
 from itertools import combinations
 
 from matplotlib import rc_context, style
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.text import Text
 
-from ._canvas import Canvas
-from ._shapes import SMALL, Box
+from ._canvas import Canvas, narrow, phone_copy
+from ._shapes import Box
 
 RC = {
     "svg.hashsalt": "transformer-course-diagrams",
@@ -29,13 +30,23 @@ RC = {
     "mathtext.fontset": "dejavusans",
     "text.usetex": False,
 }
+# Where a diagram's phone copy travels with the notebook's output: metadata["image/svg+xml"][KEY], the key the
+# plots' copies use (evaluation/figure_formatter.py), which the book's plugin reads (authoring/narrow_outputs.py).
+KEY = "transformer_course/narrow"
+# The phone's layout of each diagram: its name -> a function of the same arguments that draws a Canvas (the
+# _narrow_*.py modules), or the diagram's own function where it draws both layouts (it asks ``narrow()``).
+LAYOUTS: dict[str, Callable[..., Canvas]] = {}
 
 
 class Diagram:
     """A rendered diagram: ``svg`` (its text), ``alt`` (what it shows, in words), ``parts`` (what was drawn, counted:
     {"encoder_layer": 6, ...}), its size in inches and the layout ``problems`` found (empty when it is clean).
 
-    A notebook cell that ends with a diagram shows the SVG (``_repr_svg_``)."""
+    ``narrow`` is the same diagram laid out for a phone's column (at most 3.75 in, 360 px: panels stacked, rows
+    wrapped, text of 10 pt or more), with the same ids and alt text; it is drawn when first asked for.
+
+    A notebook cell that ends with a diagram shows the SVG (``_repr_mimebundle_``), its phone copy in the output's
+    metadata, which Jupyter and nbval ignore and the book shows below 600 px."""
 
     def __init__(self, svg: str, alt: str, parts: dict[str, int], size: tuple[float, float], problems: list[str]):
         self.svg = svg
@@ -43,9 +54,24 @@ class Diagram:
         self.parts = parts
         self.width, self.height = size
         self.problems = tuple(problems)
+        self._narrow: Callable[[], Diagram] | Diagram | None = None  # set by @drawing: draws the phone's copy
+
+    @property
+    def narrow(self) -> Diagram | None:
+        """The phone's copy (None for a copy that is one already, or a diagram with no phone layout)."""
+        made = self._narrow
+        if made is None or isinstance(made, Diagram):
+            return made
+        self._narrow = made()  # drawn once, when first asked for
+        return self._narrow
 
     def _repr_svg_(self) -> str:
         return self.svg
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> tuple[dict, dict]:
+        data = {"image/svg+xml": self.svg, "text/plain": repr(self)}
+        narrow = self.narrow
+        return data, ({"image/svg+xml": {KEY: narrow.svg}} if narrow is not None else {})
 
     def __repr__(self) -> str:  # a notebook's text/plain output: the alt text
         return f"<Diagram: {self.alt}>"
@@ -56,26 +82,52 @@ class Diagram:
             f.write(self.svg)
 
 
+__all__ = ["KEY", "LAYOUTS", "Diagram", "drawing", "narrow", "narrow_layout", "render"]
+
+
+def narrow_layout(name: str):
+    """Register the decorated function as the phone's layout of the diagram ``name`` (see LAYOUTS)."""
+
+    def register(layout: Callable[..., Canvas]) -> Callable[..., Canvas]:
+        LAYOUTS[name] = layout
+        return layout
+
+    return register
+
+
 def drawing(function):
-    """Draw under fixed settings: matplotlib's defaults and ours, so a notebook's own rcParams change nothing."""
+    """Draw under fixed settings: matplotlib's defaults and ours, so a notebook's own rcParams change nothing. The
+    Diagram's phone copy is drawn from the same arguments when asked for: by ``LAYOUTS[name]`` where one is
+    registered, otherwise by the function itself, which asks ``narrow()``."""
 
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
         with style.context("default"), rc_context(RC):
-            return function(*args, **kwargs)
+            diagram = function(*args, **kwargs)
+
+        def phone() -> Diagram:
+            # RC's keys are rcParams' names (matplotlib's stubs want them typed as its literal names)
+            with style.context("default"), rc_context(RC), phone_copy():  # type: ignore[arg-type]
+                drawn = LAYOUTS.get(function.__name__, function)(*args, **kwargs)
+                return drawn if isinstance(drawn, Diagram) else render(drawn, diagram.alt)
+
+        if function.__name__ in LAYOUTS:
+            diagram._narrow = phone
+        return diagram
 
     return wrapper
 
 
 def render(canvas: Canvas, alt: str) -> Diagram:
-    """The canvas as a Diagram. Labels too wide for their box are set smaller first, down to SMALL points."""
+    """The canvas as a Diagram. Labels too wide for their box are set smaller first, down to the canvas's smallest
+    size (SMALL points; NARROW_SMALL on a phone)."""
     alt = " ".join(alt.split())
     extent = _extents(canvas)
     # A label's size is in points, as Canvas sets it (matplotlib's stubs allow a name such as "large" too).
     for box, label, _ in canvas.boxes:
         while (
             label is not None
-            and label.get_fontsize() > SMALL  # type: ignore[operator]
+            and label.get_fontsize() > canvas.small  # type: ignore[operator]
             and not _inside(extent(label), box.rect, 0.04)
         ):
             label.set_fontsize(label.get_fontsize() - 0.5)  # type: ignore[operator]

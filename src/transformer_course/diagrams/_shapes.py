@@ -23,9 +23,9 @@ def text_width(text: str, size: float = SMALL) -> float:
     return width / 72
 
 
-def fits(tokens: list[str], w: float) -> bool:
-    """Whether every token fits a box ``w`` inches wide, at the smallest size."""
-    return all(text_width(t) <= w - 0.06 for t in tokens)
+def fits(tokens: list[str], w: float, size: float = SMALL) -> bool:
+    """Whether every token fits a box ``w`` inches wide, at the smallest size (``size`` points)."""
+    return all(text_width(t, size) <= w - 0.06 for t in tokens)
 
 
 @dataclass(frozen=True)

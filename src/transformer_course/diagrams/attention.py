@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 
 from . import _args
-from ._canvas import HIGHLIGHT, Canvas
-from ._render import Diagram, drawing, render
+from ._canvas import HIGHLIGHT, NARROW, Canvas
+from ._render import Diagram, drawing, narrow, narrow_layout, render
 from ._shapes import plain
 
 __all__ = ["attention_matrix_form", "attention_steps", "mask_diagram", "qkv_projections"]
@@ -152,6 +152,7 @@ def attention_matrix_form(T: int = 6, d_model: int = 512, d_k: int = 64, d_v: in
 
 
 @drawing
+@narrow_layout("mask_diagram")
 def mask_diagram(kind: str = "padding", T: int = 6, length: int = 4) -> Diagram:
     """A mask as a grid, query positions i as rows and key positions j as columns (from 0, as in the code): a
     cell "allowed-i-j" where query i may attend to key j, "hidden-i-j" where it may not. ``kind="padding"``
@@ -160,9 +161,10 @@ def mask_diagram(kind: str = "padding", T: int = 6, length: int = 4) -> Diagram:
     kind = _args.choice("kind", kind, ("padding", "causal"))
     t = _args.count("T", T, 1, 16)
     n = _args.count("length", length, 1, t) if kind == "padding" else t
-    cs = min(0.42, 2.9 / t)
-    x0, top = 0.95, 0.2 + t * cs
-    c = Canvas(x0 + t * cs + 2.3, top + 0.95)
+    phone = narrow()  # a phone: the legend under the grid
+    cs = min(0.42, (2.6 if phone else 2.9) / t)
+    x0, top = 0.95, 0.2 + t * cs + (1.05 if phone else 0)
+    c = Canvas(NARROW if phone else x0 + t * cs + 2.3, top + 0.95)
     title = f"padding mask: {n} real tokens of {t}" if kind == "padding" else "causal mask: query i sees keys j ≤ i"
     c.text(x0 + t * cs / 2, top + 0.75, title, fontsize=10, weight="bold")
     c.text(x0 + t * cs / 2, top + 0.45, "key position $j$")
@@ -190,8 +192,8 @@ def mask_diagram(kind: str = "padding", T: int = 6, length: int = 4) -> Diagram:
                 lw=0.6,
                 edge="#9a9a9a",
             )
-    legend_x = x0 + t * cs + 0.3
-    c.legend(legend_x, top - 0.3, [(ALLOWED, "may attend"), (HIDDEN, "hidden: set to −∞\nbefore the softmax")], dy=0.45)
+    legend_x, legend_y = (0.95, 0.8) if phone else (x0 + t * cs + 0.3, top - 0.3)
+    c.legend(legend_x, legend_y, [(ALLOWED, "may attend"), (HIDDEN, "hidden: set to −∞\nbefore the softmax")], dy=0.45)
     why = (
         (f"keys {n} to {t - 1} are padding and hidden from every query" if n < t else "no key is padding")
         if kind == "padding"

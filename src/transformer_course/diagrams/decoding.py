@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from . import _args
-from ._canvas import FADED, HIGHLIGHT, INK, Canvas
-from ._render import Diagram, drawing, render
+from ._canvas import FADED, HIGHLIGHT, INK, NARROW, Canvas
+from ._render import Diagram, drawing, narrow, narrow_layout, render
 from ._shapes import plain
 
 __all__ = ["beam_tree", "kv_cache"]
@@ -23,6 +23,7 @@ BEAMS = (
 
 
 @drawing
+@narrow_layout("kv_cache")
 def kv_cache(n_steps: int = 4, tokens=None) -> Diagram:
     """The key/value cache over ``n_steps`` decoder steps (one column per step t, from 1): the query of the new
     token ("query-t") attends to the cached keys, and values, of every token so far; at step t the cache holds t
@@ -32,16 +33,17 @@ def kv_cache(n_steps: int = 4, tokens=None) -> Diagram:
     words = _args.tokens("tokens", tokens, 6) if tokens is not None else None
     if words is not None and len(words) != n:
         raise ValueError(f"tokens has {len(words)} tokens for {n} steps: give one per step")
-    rh, pitch = 0.26, min(1.4, 6.0 / n)
+    phone = narrow()  # a phone: narrower steps, the token under each step's name
+    rh, pitch = 0.26, min(1.4, (NARROW - 0.9 if phone else 6.0) / n)
     k_top = 0.75 + 2 * n * rh + 0.45
-    c = Canvas(0.85 + n * pitch, k_top + 1.05)
+    c = Canvas(0.85 + n * pitch, k_top + (1.3 if phone and words else 1.05))
     v_top = k_top - n * rh - 0.45
     c.text(0.1, k_top - n * rh / 2, "key\ncache", ha="left")
     c.text(0.1, v_top - n * rh / 2, "value\ncache", ha="left")
     for t in range(1, n + 1):
         x = 0.85 + (t - 0.5) * pitch
-        head = f"step {t}" + (f": {plain(words[t - 1])}" if words else "")
-        c.text(x, c.height - 0.15, head, fontsize=10)
+        head = f"step {t}" + (f"{chr(10) if phone else ': '}{plain(words[t - 1])}" if words else "")
+        c.text(x, c.height - (0.28 if phone and words else 0.15), head, fontsize=10)
         q = c.box(x, k_top + 0.45, min(0.6, pitch - 0.3), 0.36, f"$q_{{{t}}}$", "attention", part="query", index=t)
         c.arrow(q.bottom, (x, k_top + 0.02))
         for name, top in (("k", k_top), ("v", v_top)):

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from .._checks import check_heads
 from . import _args
+from ._canvas import NARROW as PHONE
 from ._canvas import Canvas
-from ._render import Diagram, drawing, render
+from ._render import Diagram, drawing, narrow, narrow_layout, render
 
 __all__ = ["layer_kinds", "pre_post_norm", "transformer_layer"]
 
@@ -75,7 +76,8 @@ def _column(c: Canvas, cx: float, bw: float, kind: str, norm: str, y: float, pre
                 label = names[i - 1] if names else name
                 b = c.box(cx, y + GAP + 0.19, bw, 0.38, label, colour, part=f"{prefix}sublayer", index=i)
                 if name == "cross-attention":  # keys and values from the encoder, queries from below
-                    memory = c.box(cx + bw / 2 + 0.5, b.y, 0.6, 0.5, "encoder\noutput", "state")
+                    mx, mw = (0.55, 0.7) if c.phone else (0.5, 0.6)  # its text is larger on a phone
+                    memory = c.box(cx + bw / 2 + mx, b.y, mw, 0.5, "encoder\noutput", "state")
                     c.arrow(memory.left, b.right)
             else:
                 b = c.circle(cx, y + GAP + 0.12, "+", r=0.12, kind="norm", part=f"{prefix}add", index=i)
@@ -106,6 +108,7 @@ def _describe(kind: str, norm: str) -> str:
 
 
 @drawing
+@narrow_layout("transformer_layer")
 def transformer_layer(
     kind: str = "encoder", norm: str = "post", d_model: int = 512, n_heads: int = 8, d_ff: int = 2048
 ) -> Diagram:
@@ -129,32 +132,57 @@ def transformer_layer(
         ),
         "decoder-only": (f"masked self-attention, {attention}", f"feed-forward {d}→{ff}→{d}"),
     }[kind]
-    c = Canvas(5.0, 1.52 * _slots(kind) + 1.25)
-    c.text(2.2, 0.15, f"from the layer below: (B, T, {d})")
-    top = _column(c, 2.2, 2.5, kind, norm, 0.3, names=names)
-    c.arrow((2.2, top), (2.2, top + 0.3))
-    c.text(2.2, top + 0.45, f"to the next layer: (B, T, {d})")
-    c.text(2.2, c.height - 0.2, f"{kind} layer, {norm}-norm", fontsize=10, weight="bold")
+    cx, bw, width = (1.6, 2.3, PHONE) if narrow() else (2.2, 2.5, 5.0)  # a phone: the same column, closer
+    c = Canvas(width, 1.52 * _slots(kind) + 1.25)
+    c.text(cx, 0.15, f"from the layer below: (B, T, {d})")
+    top = _column(c, cx, bw, kind, norm, 0.3, names=names)
+    c.arrow((cx, top), (cx, top + 0.3))
+    c.text(cx, top + 0.45, f"to the next layer: (B, T, {d})")
+    c.text(cx, c.height - 0.2, f"{kind} layer, {norm}-norm", fontsize=10, weight="bold")
     alt = f"A Transformer {kind} layer of width {d}, {norm}-norm: {_describe(kind, norm)}."
     return render(c, alt)
 
 
+def _stacked(c: Canvas, columns, height: float) -> None:
+    """A phone's layout of layers drawn side by side: one above the other, the first on top, each ``height`` tall.
+    ``columns``: (kind, norm, title, note, prefix) per layer."""
+    cx = 1.6  # as transformer_layer's on a phone: the residual on the left, the encoder output on the right
+    for k, (kind, norm, title, note, prefix) in enumerate(columns):
+        base = (len(columns) - 1 - k) * height
+        c.text(cx, base + height - 0.2, title, fontsize=10, weight="bold")
+        if note:
+            c.text(cx, base + height - 0.45, note)
+        c.text(cx, base + 0.15, "from the layer below")
+        top = _column(c, cx, 2.3, kind, norm, base + 0.3, prefix=prefix)
+        c.arrow((cx, top), (cx, top + 0.3))
+        c.text(cx, top + 0.45, "to the next layer")
+
+
 @drawing
+@narrow_layout("pre_post_norm")
 def pre_post_norm(kind: str = "encoder") -> Diagram:
     """The same layer twice, side by side: post-norm (left, gids "postnorm-sublayer-i", "postnorm-norm-i", ...) and
     pre-norm (right, "prenorm-sublayer-i", ...), which then needs one more layer norm at the top of the stack."""
     kind, _ = _check(kind, "pre")
-    c = Canvas(6.8, 1.52 * _slots(kind) + 1.5)
-    for cx, norm, title in (
-        (1.75, "post", "post-norm (the paper's)"),
-        (5.15, "pre", "pre-norm (norm_first=True)"),
-    ):
-        c.text(cx, c.height - 0.2, title, fontsize=10, weight="bold")
-        c.text(cx, 0.15, "from the layer below")
-        top = _column(c, cx, 1.6, kind, norm, 0.3, prefix=f"{norm}norm_")
-        c.arrow((cx, top), (cx, top + 0.3))
-        c.text(cx, top + 0.45, "to the next layer")
-    c.text(5.15, c.height - 0.45, "(and a final layer norm atop the stack)")
+    if narrow():  # a phone: post-norm above pre-norm
+        c = Canvas(PHONE, 2 * (1.52 * _slots(kind) + 1.5))
+        columns = (
+            (kind, "post", "post-norm (the paper's)", "", "postnorm_"),
+            (kind, "pre", "pre-norm (norm_first=True)", "(and a final layer norm atop the stack)", "prenorm_"),
+        )
+        _stacked(c, columns, c.height / 2)
+    else:
+        c = Canvas(6.8, 1.52 * _slots(kind) + 1.5)
+        for cx, norm, title in (
+            (1.75, "post", "post-norm (the paper's)"),
+            (5.15, "pre", "pre-norm (norm_first=True)"),
+        ):
+            c.text(cx, c.height - 0.2, title, fontsize=10, weight="bold")
+            c.text(cx, 0.15, "from the layer below")
+            top = _column(c, cx, 1.6, kind, norm, 0.3, prefix=f"{norm}norm_")
+            c.arrow((cx, top), (cx, top + 0.3))
+            c.text(cx, top + 0.45, "to the next layer")
+        c.text(5.15, c.height - 0.45, "(and a final layer norm atop the stack)")
     alt = (
         f"The same Transformer {kind} layer drawn twice. Left, post-norm, as in the paper: {_describe(kind, 'post')}. "
         f"Right, pre-norm: {_describe(kind, 'pre')}, so the residual path from input to output is a plain sum; a "
@@ -169,6 +197,7 @@ NARROW = {  # the sub-layers' names in a column too narrow for them on one line
 
 
 @drawing
+@narrow_layout("layer_kinds")
 def layer_kinds(kinds=("encoder", "decoder", "decoder-only"), norm: str = "post") -> Diagram:
     """Two or three kinds of layer side by side, bottom-aligned, so that their sub-layers line up: the encoder's
     (gids "encoder-sublayer-i", "encoder-norm-i", ...), the decoder's ("decoder-sublayer-i", ...) and the
@@ -182,23 +211,28 @@ def layer_kinds(kinds=("encoder", "decoder", "decoder-only"), norm: str = "post"
     if not 2 <= len(kinds) <= 3 or len(set(kinds)) != len(kinds):
         raise ValueError(f"kinds must be two or three different kinds of {', '.join(KINDS)}, got {kinds!r}")
     _, norm = _check(kinds[0], norm)
-    bw = 1.3 if len(kinds) == 3 else 1.6
-    # Each column: the residual path on the left of its blocks, and on the right the decoder's encoder output or
-    # the decoder-only layer's removed cross-attention.
-    lefts = [bw / 2 + 0.3 for _ in kinds]
-    rights = [bw / 2 + (0.85 if kind != "encoder" else 0.15) for kind in kinds]
-    spare = (7.0 - sum(lefts) - sum(rights)) / (len(kinds) + 1)
-    c = Canvas(7.0, 1.52 * max(_slots(k) for k in kinds) + 1.5)
-    x = spare
-    for kind, left, right in zip(kinds, lefts, rights):
-        cx = x + left
-        x = cx + right + spare
-        names = [NARROW.get(name, name) if bw < 1.5 else name for name, _ in SUBLAYERS[kind]]
-        c.text(cx, c.height - 0.2, f"{kind} layer", fontsize=10, weight="bold")
-        c.text(cx, 0.15, "from the layer below")
-        top = _column(c, cx, bw, kind, norm, 0.3, prefix=f"{kind.replace('-', '_')}_", names=names)
-        c.arrow((cx, top), (cx, top + 0.3))
-        c.text(cx, top + 0.45, "to the next layer")
+    if narrow():  # a phone: one above the other, in the order given, each as tall as the tallest
+        height = 1.52 * max(_slots(k) for k in kinds) + 1.5
+        c = Canvas(PHONE, len(kinds) * height)
+        _stacked(c, [(kind, norm, f"{kind} layer", "", f"{kind.replace('-', '_')}_") for kind in kinds], height)
+    else:
+        bw = 1.3 if len(kinds) == 3 else 1.6
+        # Each column: the residual path on the left of its blocks, and on the right the decoder's encoder output or
+        # the decoder-only layer's removed cross-attention.
+        lefts = [bw / 2 + 0.3 for _ in kinds]
+        rights = [bw / 2 + (0.85 if kind != "encoder" else 0.15) for kind in kinds]
+        spare = (7.0 - sum(lefts) - sum(rights)) / (len(kinds) + 1)
+        c = Canvas(7.0, 1.52 * max(_slots(k) for k in kinds) + 1.5)
+        x = spare
+        for kind, left, right in zip(kinds, lefts, rights):
+            cx = x + left
+            x = cx + right + spare
+            names = [NARROW.get(name, name) if bw < 1.5 else name for name, _ in SUBLAYERS[kind]]
+            c.text(cx, c.height - 0.2, f"{kind} layer", fontsize=10, weight="bold")
+            c.text(cx, 0.15, "from the layer below")
+            top = _column(c, cx, bw, kind, norm, 0.3, prefix=f"{kind.replace('-', '_')}_", names=names)
+            c.arrow((cx, top), (cx, top + 0.3))
+            c.text(cx, top + 0.45, "to the next layer")
     described = "; ".join(f"the {kind} layer has {_describe(kind, norm)}" for kind in kinds)
     alt = f"{len(kinds)} kinds of Transformer layer side by side, {norm}-norm, their sub-layers lined up: {described}."
     return render(c, alt)

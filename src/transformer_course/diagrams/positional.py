@@ -4,8 +4,8 @@ paper, against concatenated)."""
 from __future__ import annotations
 
 from . import _args
-from ._canvas import Canvas
-from ._render import Diagram, drawing, render
+from ._canvas import NARROW, Canvas
+from ._render import Diagram, drawing, narrow, narrow_layout, render
 
 __all__ = ["pe_layouts", "positional_entry"]
 
@@ -43,6 +43,7 @@ def positional_entry(d_model: int = 512) -> Diagram:
 
 
 @drawing
+@narrow_layout("pe_layouts")
 def pe_layouts(d_model: int = 8) -> Diagram:
     """The columns of a positional encoding of width ``d_model``: interleaved ("interleaved-k", k the column from
     0: sin at even k, cos at odd k, as in the paper) against concatenated ("concatenated-k": the d_model / 2 sines,
@@ -51,25 +52,26 @@ def pe_layouts(d_model: int = 8) -> Diagram:
     if d % 2:
         raise ValueError(f"d_model = {d} must be even: every frequency has a sin and a cos column")
     half = d // 2
-    cw = min(0.6, 5.9 / d)
-    c = Canvas(6.8, 3.45)
+    phone = narrow()  # a phone: narrower columns, the titles on two lines
+    cw = min(0.6, (NARROW - 0.2 if phone else 5.9) / d)
+    c = Canvas(NARROW if phone else 6.8, 3.75 if phone else 3.45)
     x0 = (c.width - d * cw) / 2
     layouts = (
         (
             "interleaved",
-            3.2,
-            "interleaved (the paper's): column 2i is sin, 2i + 1 is cos",
+            3.35 if phone else 3.2,
+            "interleaved (the paper's):" + ("\n" if phone else " ") + "column 2i is sin, 2i + 1 is cos",
             [("sin" if k % 2 == 0 else "cos", k // 2) for k in range(d)],
         ),
         (
             "concatenated",
-            1.65,
-            f"concatenated: the {half} sines, then the {half} cosines",
+            1.75 if phone else 1.65,
+            "concatenated:" + ("\n" if phone else " ") + f"the {half} sines, then the {half} cosines",
             [("sin", k) if k < half else ("cos", k - half) for k in range(d)],
         ),
     )
     for name, top, title, columns in layouts:
-        c.text(c.width / 2, top, title, fontsize=10, weight="bold")
+        c.text(c.width / 2, top + (0.12 if phone else 0), title, fontsize=10, weight="bold")
         if x0 >= 0.65:
             c.text(x0 - 0.08, top - 0.3, "column", ha="right", color="#6a6a6a")
         for k, (fn, i) in enumerate(columns):
@@ -80,15 +82,15 @@ def pe_layouts(d_model: int = 8) -> Diagram:
                 top - 0.78,
                 cw - 0.05,
                 0.6,
-                f"{fn}\n$\\omega_{{{i}}}$",
+                f"{fn}\n$\\omega_{{{i}}}$" if cw >= 0.35 or not phone else "",  # 16 columns: the colours say
                 SIN if fn == "sin" else COS,
                 part=name,
                 index=k,
                 fontsize=9,
                 lw=0.8,
             )
-    c.legend(c.width / 2 - 1.9, 0.25, [(SIN, r"$\sin(\omega_i\, pos)$")])
-    c.legend(c.width / 2 + 0.3, 0.25, [(COS, r"$\cos(\omega_i\, pos)$")])
+    c.legend(0.1 if phone else c.width / 2 - 1.9, 0.25, [(SIN, r"$\sin(\omega_i\, pos)$")])
+    c.legend(1.95 if phone else c.width / 2 + 0.3, 0.25, [(COS, r"$\cos(\omega_i\, pos)$")])
     alt = (
         f"The {d} columns of a positional encoding, in two layouts: interleaved, as in the paper, sin and cos "
         f"alternate (sin, cos, sin, cos, ...) with frequency i in columns 2i and 2i + 1; concatenated, the {half} "

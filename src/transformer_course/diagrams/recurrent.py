@@ -6,8 +6,8 @@ import math
 from typing import Any
 
 from . import _args
-from ._canvas import HIGHLIGHT, Canvas
-from ._render import Diagram, drawing, render
+from ._canvas import HIGHLIGHT, NARROW, Canvas
+from ._render import Diagram, drawing, narrow, narrow_layout, render
 from ._shapes import Box
 
 __all__ = ["gru_cell", "lstm_cell", "rnn_cell", "rnn_unrolled"]
@@ -21,21 +21,30 @@ def _on_circle(c: Box, towards: tuple[float, float]) -> tuple[float, float]:
 
 
 @drawing
+@narrow_layout("rnn_cell")
 def rnn_cell() -> Diagram:
     """One step of a vanilla RNN: the previous state h_{t-1} and the input x_t go through one tanh layer, whose
     output h_t is the new state (passed to the next step, and read as the output)."""
-    c = Canvas(6.4, 2.75)
+    phone = narrow()  # a phone: the formula and the note on two lines each, the boxes closer
+    c = Canvas(NARROW, 3.05) if phone else Canvas(6.4, 2.75)
     label = r"$h_t = \tanh(W_{ih}\,x_t + b_{ih} + W_{hh}\,h_{t-1} + b_{hh})$"
-    cell = c.box(3.2, 1.3, 3.9, 0.75, label, "recurrent", part="cell")
-    prev = c.box(0.45, 1.3, 0.6, 0.42, "$h_{t-1}$", "state", part="state", index="previous")
-    new = c.box(5.95, 1.3, 0.6, 0.42, "$h_t$", "state", part="state", index="next")
-    x = c.box(3.2, 0.35, 0.6, 0.42, "$x_t$", "input", part="input")
+    if phone:
+        label = r"$h_t = \tanh(W_{ih}\,x_t + b_{ih}$" + "\n" + r"$+\ W_{hh}\,h_{t-1} + b_{hh})$"
+    mid, right = (1.85, 3.35) if phone else (3.2, 5.95)
+    cell = c.box(mid, 1.3, 2.05 if phone else 3.9, 0.8 if phone else 0.75, label, "recurrent", part="cell")
+    prev = c.box(0.4 if phone else 0.45, 1.3, 0.6, 0.42, "$h_{t-1}$", "state", part="state", index="previous")
+    new = c.box(right, 1.3, 0.6, 0.42, "$h_t$", "state", part="state", index="next")
+    x = c.box(mid, 0.35, 0.6, 0.42, "$x_t$", "input", part="input")
     c.arrow(prev.right, cell.left)
     c.arrow(x.top, cell.bottom)
     c.arrow(cell.right, new.left)
     c.arrow(new.top, (new.x, 1.95))
-    c.text(new.x, 2.1, "to step $t+1$", va="center")
-    c.text(3.2, 2.45, "the same weights $W_{ih}$, $W_{hh}$, $b_{ih}$, $b_{hh}$ at every time step")
+    if phone:
+        c.text(new.x + 0.3, 2.1, "to step $t+1$", va="center", ha="right")
+        c.text(mid, 2.7, "the same weights $W_{ih}$, $W_{hh}$, $b_{ih}$, $b_{hh}$\nat every time step")
+    else:
+        c.text(new.x, 2.1, "to step $t+1$", va="center")
+        c.text(3.2, 2.45, "the same weights $W_{ih}$, $W_{hh}$, $b_{ih}$, $b_{hh}$ at every time step")
     alt = (
         "One step of a recurrent neural network: the previous hidden state h_{t-1} and the input x_t go through "
         "one tanh layer, h_t = tanh(W_ih x_t + b_ih + W_hh h_{t-1} + b_hh), whose output h_t is passed to the "

@@ -4,8 +4,8 @@ step of Bahdanau attention over a real sentence pair."""
 from __future__ import annotations
 
 from . import _args
-from ._canvas import HIGHLIGHT, INK, Canvas
-from ._render import Diagram, drawing, render
+from ._canvas import HIGHLIGHT, INK, NARROW, Canvas
+from ._render import Diagram, drawing, narrow, narrow_layout, render
 from ._shapes import fits, plain
 
 __all__ = ["bahdanau_step", "encoder_decoder", "teacher_forcing"]
@@ -62,6 +62,7 @@ def encoder_decoder(source_tokens=SOURCE, target_tokens=TARGET) -> Diagram:
 
 
 @drawing
+@narrow_layout("teacher_forcing")
 def teacher_forcing(reference=TARGET, predictions=("el", "perro", "duerme")) -> Diagram:
     """Two panels of the same decoder. Teacher forcing (top, "tf-step-i"): each step's input is the reference's
     previous token, whatever the model predicted. Free running (bottom, "fr-step-i"): each step's input is the
@@ -71,22 +72,36 @@ def teacher_forcing(reference=TARGET, predictions=("el", "perro", "duerme")) -> 
     if len(pred) != len(ref):
         raise ValueError(f"predictions has {len(pred)} tokens and reference {len(ref)}: give one prediction per step")
     n = len(ref)
-    pitch = min(1.0, 5.6 / n)
-    w_cell, w_tok = pitch - 0.36, pitch - 0.3
-    c = Canvas(max(5.8, 1.2 + n * pitch), 5.3)
-    xs = [c.width / 2 + (i - (n - 1) / 2) * pitch for i in range(n)]
+    phone = narrow()  # a phone: steps closer, boxes wider for their larger text, the titles on two lines
+    if phone:
+        pitch = min(0.8, (NARROW - 0.65) / n)
+        w_cell, w_tok = pitch - 0.16, pitch - 0.07
+        c = Canvas(NARROW, 6.15)
+        xs = [0.6 + (i + 0.5) * pitch for i in range(n)]
+    else:
+        pitch = min(1.0, 5.6 / n)
+        w_cell, w_tok = pitch - 0.36, pitch - 0.3
+        c = Canvas(max(5.8, 1.2 + n * pitch), 5.3)
+        xs = [c.width / 2 + (i - (n - 1) / 2) * pitch for i in range(n)]
+    cut = "\n" if phone else " "
     panels = (
-        ("tf", 2.55, "teacher forcing: the input is the reference's previous token", ["<bos>", *ref[:-1]]),
-        ("fr", 0.05, "free running: the input is the model's own previous prediction", ["<bos>", *pred[:-1]]),
+        (
+            "tf",
+            2.85 if phone else 2.55,
+            f"teacher forcing: the input is{cut}the reference's previous token",
+            ["<bos>", *ref[:-1]],
+        ),
+        ("fr", 0.05, f"free running: the input is{cut}the model's own previous prediction", ["<bos>", *pred[:-1]]),
     )
-    c.text(c.width / 2, 5.1, f"reference: {plain(' '.join(ref))}; outlined in red: a prediction that differs from it")
+    header = f"reference: {plain(' '.join(ref))};{cut}outlined in red: a prediction that differs from it"
+    c.text(c.width / 2, 5.82 if phone else 5.1, header)
 
     def token(x, i, y, text, kind, part, wrong):  # a token's box, outlined in red when it is a wrong prediction
         edge, lw = (HIGHLIGHT, 2) if wrong else ("#303030", 1)
         return c.box(x, y, w_tok, 0.4, plain(text), kind, part=part, index=i, edge=edge, lw=lw)
 
     for name, y0, title, inputs in panels:
-        c.text(c.width / 2, y0 + 2.2, title, fontsize=10, weight="bold")
+        c.text(c.width / 2, y0 + (2.35 if phone else 2.2), title, fontsize=10, weight="bold")
         start = c.box(xs[0] - pitch / 2 - 0.3, y0 + 1.05, 0.4, 0.4, "$h_0$", "state")
         previous, outs = start, []
         for i, x in enumerate(xs, start=1):
