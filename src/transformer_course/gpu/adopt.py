@@ -21,8 +21,9 @@ from pathlib import Path
 import torch
 
 from . import FILES
+from .speed import SPEED_FILE
 
-__all__ = ["adopt", "adopted_runs", "seed_of"]
+__all__ = ["adopt", "adopt_speed", "adopted_runs", "seed_of", "speed_runs"]
 
 PACKAGE = Path(__file__).resolve().parents[1]
 TO_RUNS = ("machine", "log", "throughput", "step_time", "gru")
@@ -67,6 +68,24 @@ def adopted_runs(runs: Path | None = None) -> dict[int, dict[str, dict]]:
     return dict(sorted(found.items()))
 
 
+def adopt_speed(results: Path, runs: Path, dry_run_ok: bool = False) -> list[str]:
+    """Keep a speed run's record (``gpu speed``: the compiled step and its MFU) as ``runs/gpu/speed/STARTED.json``;
+    every such run is kept, each a repeat of the measurement."""
+    record = json.loads((results / SPEED_FILE).read_text())
+    if record.get("dry_run") and not dry_run_ok:
+        raise ValueError(f"{results} holds a dry run (on the CPU, tiny budgets): its figures are not the GPU's")
+    target = runs / "gpu" / "speed" / f"{record['started'].replace(':', '-')}.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(results / SPEED_FILE, target)
+    return [f"kept the speed run of {record['started']} in {target}"]
+
+
+def speed_runs(runs: Path | None = None) -> list[dict]:
+    """Every adopted speed run's record, oldest first."""
+    folder = (PACKAGE / "runs" if runs is None else Path(runs)) / "gpu" / "speed"
+    return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+
+
 def _validation(path: Path) -> float | None:
     return json.loads(path.read_text()).get("score") if path.is_file() else None
 
@@ -84,6 +103,8 @@ def adopt(
     runs = PACKAGE / "runs" if runs is None else Path(runs)
     reference = PACKAGE / "reference" if reference is None else Path(reference)
     machine = results / FILES["machine"]
+    if not machine.is_file() and (results / SPEED_FILE).is_file():
+        return adopt_speed(results, runs, dry_run_ok)
     if not machine.is_file():
         raise FileNotFoundError(f"{machine} is missing: is {results} the folder a GPU run wrote (its --out)?")
     record = json.loads(machine.read_text())

@@ -75,6 +75,26 @@ def parser() -> argparse.ArgumentParser:
         "such a run's scores are not comparable with the course's)",
     )
     p.add_argument(
+        "--teacher-share",
+        type=float,
+        default=0.0,
+        metavar="P",
+        help="train on the reference Transformer's beam-search translations for this share of the pairs (0 to 1; "
+        "training.teacher: knowledge distillation; made once, cached)",
+    )
+    p.add_argument(
+        "--average-last",
+        type=int,
+        default=0,
+        metavar="K",
+        help="keep the weights of the last K evaluations and score their average at the end (training.averaging)",
+    )
+    p.add_argument(
+        "--compile",
+        action="store_true",
+        help="compile the model with torch.compile (Inductor) before training (training.compiled)",
+    )
+    p.add_argument(
         "--no-test",
         action="store_true",
         help="do not decode the test set at the end (tuning runs: they read validation BLEU only)",

@@ -17,7 +17,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import platform
 import sys
 import time
 from collections.abc import Callable
@@ -27,9 +26,11 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from .averaging import LastEvaluations
 from .loop import Settings, fit, pick_device
 from .options import configuration
 from .options import parser as _parser
+from .run_record import machine_record, run_record
 
 __all__ = ["TrainerRun", "configuration", "main", "parameter_digest", "train"]
 
@@ -106,6 +107,12 @@ def _task(args, config) -> _Task:
     if args.limit_held_out:
         parts = [f"{part}_{what}" for part in ("valid", "test") for what in ("sources", "references", "ids")]
         data = dataclasses.replace(data, **{name: getattr(data, name)[: args.limit_held_out] for name in parts})
+    if args.teacher_share:  # the same pairs, some targets the teacher's (training.teacher)
+        from .teacher import distilled_batches
+
+        data = dataclasses.replace(
+            data, train=distilled_batches(data, args.teacher_share, config.max_tokens, args.seed)
+        )
     return _Task(
         data.train,
         len(data.tokenizer),
@@ -129,41 +136,6 @@ def _parse(argv: list[str]):
             raise TatoebaUnavailable(f"--tatoeba {args.tatoeba}: no such file (spa.tsv, or spa.tsv.xz)")
         os.environ[ENVIRONMENT_VARIABLE] = str(args.tatoeba)
     return args
-
-
-def _machine(device: torch.device, world: int) -> dict:
-    return {
-        "world_size": world,
-        "device": str(device),
-        "device_name": torch.cuda.get_device_name(device)
-        if device.type == "cuda"
-        else platform.processor() or platform.machine(),
-        "cpu_count": os.cpu_count(),
-        "threads": torch.get_num_threads(),
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda,
-    }
-
-
-def _record(args, argv, config: dict, machine: dict, history: dict, parameters: int, seconds: float) -> dict:
-    """The run as its JSON holds it: command, configuration, machine, curve and scores (the test's added after)."""
-    return {
-        "command": "python -m transformer_course.train " + " ".join(argv),
-        "config": args.config,
-        "settings": config,
-        "data": args.data,
-        **machine,
-        "parameters": parameters,
-        "steps": history["step"],
-        "train_seconds": history["seconds"],
-        "tokens": history["tokens"],
-        "wall_seconds": seconds,
-        "curve": [{"step": s, "seconds": t, "score": v} for s, t, v in history["eval"]],
-        "score": history["eval"][-1][2] if history["eval"] else None,
-        "curve_on": "valid" if args.data == "tatoeba" else "test",  # what "curve" and "score" were measured on
-        "test_score": None,  # the test set, decoded once at the end (greedy BLEU)
-        "metric": "BLEU" if args.data == "tatoeba" else "exact match (%)",
-    }
 
 
 def train(
@@ -190,6 +162,10 @@ def train(
     task = _task(args, typed_config)
     core = build_model(typed_config, task.vocab_size, seed=args.seed).to(device)
     model = core
+    if args.compile:
+        from .compiled import compile_model
+
+        model = compile_model(core)
     if world > 1:
         model = torch.nn.parallel.DistributedDataParallel(core, device_ids=[device] if device.type == "cuda" else None)
     settings = Settings.from_config(
@@ -200,12 +176,12 @@ def train(
         deadline=deadline,
         bf16=not args.fp32,
     )
-    machine = _machine(device, world)
+    machine = machine_record(device, world)
     parameters = sum(p.numel() for p in core.parameters())
     start = time.perf_counter()
 
     def record(history: dict, finished: bool) -> dict:
-        result = _record(args, argv, config, machine, history, parameters, time.perf_counter() - start)
+        result = run_record(args, argv, config, machine, history, parameters, time.perf_counter() - start)
         if device.type == "cuda":
             result["autocast"] = "bfloat16" if settings.bf16 else None
         if deadline is not None and finished:  # it stopped before its budget: the deadline stopped it
@@ -230,11 +206,12 @@ def train(
         if after_eval is not None:
             after_eval(result, core)
 
+    averager = LastEvaluations(task.evaluate, args.average_last) if args.average_last else None
     history = fit(
         model,
         task.batches,
         settings,
-        evaluate=task.evaluate,
+        evaluate=averager or task.evaluate,
         checkpoint=args.checkpoint,
         device=device,
         progress=not args.no_progress,
@@ -244,6 +221,8 @@ def train(
     result = record(history, finished=True)
     if task.final_test is not None and rank == 0 and not args.no_test:
         result["test_score"] = task.final_test(core)
+    if averager is not None and rank == 0:  # the last evaluations' weights averaged, chosen on validation
+        result["averaged"] = averager.report(core, task.evaluate, None if args.no_test else task.final_test)
     result["parameter_digests"] = _digests(core, world, rank)  # one per process: equal under DDP
     if rank == 0:
         _finish(args, result, core, history, world, device)
