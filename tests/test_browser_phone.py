@@ -8,8 +8,8 @@ is no smaller than the book's footnotes (a footnote mark's size, measured in the
 layout is shown and no phone copy. A table printed as text keeps its lines on a phone and scrolls sideways as a whole
 (course.js), reachable with the keyboard.
 
-The diagrams not yet laid out for a phone (PENDING, by page) are still shown at their size on a phone and scroll
-inside their box (tests/test_browser.py); tests/test_diagrams_narrow.py lists them by name.
+Every code-drawn diagram has a phone layout (tests/test_diagrams_narrow.py holds the package to it), so at 400 px no
+figure of any chapter page is wider than the viewport.
 
 The browser, the network cut-off and the book (COURSE_TEST_BOOK=_build/html to reuse a build) are
 tests/test_browser.py's fixtures.
@@ -41,20 +41,6 @@ TABLES = """() => [...document.querySelectorAll('div.cell_output pre.course-tabl
             label: p.getAttribute('aria-label'), text: p.textContent.slice(0, 40)};
   })"""
 
-
-# The diagrams of each page still without a phone layout (tests/test_diagrams_narrow.py names them): on a phone they
-# are shown at their size, scrolling inside their box.
-PENDING = {
-    "02_lstm": 2,
-    "03_encoder_decoder": 1,
-    "04_bahdanau_attention": 1,
-    "05_self_attention": 3,
-    "07_positional_encoding": 1,
-    "08_transformer": 2,
-    "09_beam_search": 1,
-    "10_language_models": 1,
-    "11_attention_at_scale": 3,
-}
 
 # The smallest text of each diagram shown on a phone: per text element its largest font size (a math sub- or
 # superscript is 70 % of it), in the SVG's units, times the width shown over the viewBox's; and a footnote mark's size.
@@ -92,7 +78,6 @@ def test_every_plot_is_its_phone_copy_whole_in_the_column_and_the_notebooks_on_a
         for path in _chapters(html):
             name = path.relative_to(html).as_posix()
             _open(page, urljoin(base, name))
-            wide_only = 0
             for plot in page.evaluate(PLOTS):
                 if not plot["visible"]:
                     continue
@@ -100,9 +85,6 @@ def test_every_plot_is_its_phone_copy_whole_in_the_column_and_the_notebooks_on_a
                 if plot["src"] == "an inline svg":  # a figure an output draws itself: it must fit, that is all
                     if plot["left"] < plot["columnLeft"] - 1 or plot["right"] > plot["columnRight"] + 1:
                         problems.append(f"{where}: {plot['width']:.0f} px wide, wider than its column")
-                    continue
-                if width == PHONE and plot["src"].endswith(".svg") and "course-narrow" not in plot["cls"]:
-                    wide_only += 1  # a diagram without a phone layout yet: PENDING
                     continue
                 if width == PHONE:
                     phone_plots += 1
@@ -116,12 +98,8 @@ def test_every_plot_is_its_phone_copy_whole_in_the_column_and_the_notebooks_on_a
                     wide_plots += 1
                     if "course-narrow" in plot["cls"]:
                         problems.append(f"{where}: the phone copy shows on a wide screen")
-            if width == PHONE and wide_only != PENDING.get(path.stem, 0):
-                problems.append(
-                    f"{name}: {wide_only} diagrams without a phone copy, PENDING says {PENDING.get(path.stem)}"
-                )
     page.close()
-    assert phone_plots > 60 and wide_plots == phone_plots + sum(PENDING.values()), (phone_plots, wide_plots)
+    assert phone_plots > 60 and wide_plots == phone_plots, (phone_plots, wide_plots)
     assert not problems, f"{len(problems)}: " + "; ".join(problems[:15])
 
 

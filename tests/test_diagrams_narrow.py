@@ -37,30 +37,10 @@ CASES = {**COMMON, **FAMILIES, **SCALE}
 WITH_PHONE = {name: case for name, case in CASES.items() if case[0].__name__ in LAYOUTS}
 
 
-def test_the_phone_layouts_are_the_ones_expected():
-    # The diagrams not yet laid out for a phone are shown at their size and scroll inside their box there; a
-    # layout added moves its name from this list (tests/test_browser_phone.py's PENDING says where they are).
-    pending = {
-        "attention_matrix_form",
-        "attention_steps",
-        "bahdanau_step",
-        "beam_tree",
-        "cross_attention",
-        "encoder_decoder",
-        "gru_cell",
-        "lstm_cell",
-        "model_families",
-        "positional_entry",
-        "qkv_projections",
-        "rnn_unrolled",
-        "rotary_pairs",
-        "sliding_window_reach",
-        "tiled_attention_tiles",
-        "transformer_stack",
-    }
-    assert set(LAYOUTS) == set(D.__all__) - {"Diagram"} - pending
-    for name in pending:
-        assert getattr(D, name)().narrow is None
+def test_every_diagram_has_a_phone_layout():
+    # A diagram without one would be shown at its own width on a phone, wider than the column.
+    assert set(LAYOUTS) == set(D.__all__) - {"Diagram"}
+    assert {case[0].__name__ for case in WITH_PHONE.values()} == set(LAYOUTS)  # each one checked below
 
 
 def _text_sizes(root: ET.Element) -> list[float]:
@@ -110,7 +90,7 @@ def test_a_notebook_output_carries_the_phone_copy_in_its_metadata():
     assert data == {"image/svg+xml": d.svg, "text/plain": repr(d)}
     assert metadata == {"image/svg+xml": {KEY: d.narrow.svg}}
     assert KEY == figure_formatter.KEY  # the plots' key: one plugin reads both
-    assert D.lstm_cell()._repr_mimebundle_()[1] == {}  # no phone layout yet: the SVG alone
+    assert d.narrow._repr_mimebundle_()[1] == {}  # the phone's copy has no copy of its own
 
 
 @dataclasses.dataclass
@@ -152,4 +132,4 @@ def test_the_stored_diagrams_carry_their_phone_copies():
                     found += 1
                     width = float(ET.fromstring(narrow).get("width").removesuffix("pt"))
                     assert width <= NARROW * 72 + 1e-6, (path.name, name, width)
-    assert found == 10
+    assert found == 25

@@ -25,6 +25,11 @@ from ..training.budget import ENV
 SVG = "image/svg+xml"
 
 
+def _text(value):
+    """A stored output's text as one string: the file may hold it as a list of lines (nbformat writes either)."""
+    return "".join(value) if isinstance(value, list) else value
+
+
 def _diagram_cells(nb) -> list[int]:
     return [
         i for i, c in enumerate(nb.cells) if c.cell_type == "code" and any(SVG in o.get("data", {}) for o in c.outputs)
@@ -71,7 +76,8 @@ def redraw(path: Path) -> int:
         stored = [o for o in old if SVG in o.get("data", {})]
         drawn = [o for o in new if SVG in o.get("data", {})]
         if len(stored) != len(drawn) or any(
-            a["data"][SVG] != b["data"][SVG] or a["data"].get("text/plain") != b["data"].get("text/plain")
+            _text(a["data"][SVG]) != _text(b["data"][SVG])
+            or _text(a["data"].get("text/plain")) != _text(b["data"].get("text/plain"))
             for a, b in zip(stored, drawn)
         ):
             raise RuntimeError(

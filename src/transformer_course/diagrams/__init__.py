@@ -21,7 +21,17 @@ from .sequence import bahdanau_step, encoder_decoder, teacher_forcing
 from .transformer import cross_attention, transformer_stack
 
 # The phone's layouts drawn apart from their diagrams (the others draw both): importing registers them.
-from . import _narrow_scale  # noqa: F401  isort: skip
+from . import (  # noqa: F401  isort: skip
+    _narrow_attention,
+    _narrow_decoding,
+    _narrow_families,
+    _narrow_grids,
+    _narrow_positional,
+    _narrow_recurrent,
+    _narrow_scale,
+    _narrow_sequence,
+    _narrow_transformer,
+)
 
 __all__ = [
     "Diagram",

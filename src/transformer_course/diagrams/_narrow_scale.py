@@ -1,13 +1,18 @@
 """Chapter 11's diagrams laid out for a phone's column (see _render.LAYOUTS): what stood side by side is stacked,
-long lines are wrapped, and the ids are those of the wide diagrams in scale.py (which checked the arguments)."""
+long lines are wrapped, and the ids are those of the wide diagrams in scale.py (which checked the arguments). The
+two grids are in _narrow_grids.py."""
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
+import torch
+
+from ..models.rotary import rotary_angles
 from ._canvas import NARROW, Canvas
 from ._render import narrow_layout
-from .scale import _s
+from .scale import EDGE, POSITIONS, _s
 
 __all__: list[str] = []
 
@@ -48,4 +53,54 @@ def query_key_value_heads(n_heads: int = 8, n_kv_heads: int = 2) -> Canvas:
                 index=(i, k),
                 lw=1.0,
             )
+    return c
+
+
+@narrow_layout("rotary_pairs")
+def rotary_pairs(d_head: int = 8, positions=(0, 1, 2)) -> Canvas:
+    """As scale.rotary_pairs, the circles in rows of two (four pairs) or three, each with its three lines under
+    it; the title and the note on two lines each, the positions' key two to a row."""
+    d, ps = int(d_head), [int(p) for p in positions]
+    pairs = d // 2
+    angles = rotary_angles(torch.tensor(ps), d).tolist()  # [position][pair], radians
+    thetas = rotary_angles(torch.tensor([1]), d)[0].tolist()
+    per_row = 2 if pairs in (2, 4) else 3
+    rows = -(-pairs // per_row)
+    pitch = min(1.8, (NARROW - 0.1) / per_row)
+    radius = min(0.5, pitch / 2 - 0.15)
+    block = 2 * radius + 0.85  # a circle and its three lines
+    key = 0.3 * -(-len(ps) // 2)  # the positions' key, two to a row
+    c = Canvas(NARROW, 1.05 + rows * block + key + 0.1)
+    c.text(
+        c.width / 2,
+        c.height - 0.28,
+        f"RoPE, d_head = {d}:\npair $i$ turned by $p\\,\\theta_i$ at position $p$",
+        fontsize=10,
+        weight="bold",
+    )
+    c.text(
+        c.width / 2,
+        c.height - 0.78,
+        "$\\theta_i = 10000^{-2i/d}$:\nthe first pairs turn fast, the last barely",
+        style="italic",
+    )
+    last = ps.index(max(ps))
+    for i in range(pairs):
+        r, k_col = divmod(i, per_row)
+        in_row = min(per_row, pairs - r * per_row)
+        cx = c.width / 2 + (k_col - (in_row - 1) / 2) * pitch
+        cy = c.height - 1.15 - radius - r * block
+        ring = [(cx + radius * math.cos(a), cy + radius * math.sin(a)) for a in (k * math.pi / 24 for k in range(49))]
+        c.arrow(*ring, head=False, color=EDGE, lw=0.8)
+        for k, p in enumerate(ps):
+            a = angles[k][i]
+            tip = (cx + 0.92 * radius * math.cos(a), cy + 0.92 * radius * math.sin(a))
+            c.arrow((cx, cy), tip, part="vector", index=(i, p), color=POSITIONS[k], lw=1.6)
+        c.text(cx, cy - radius - 0.17, f"dims {2 * i}, {2 * i + 1}")
+        c.text(cx, cy - radius - 0.41, f"$\\theta_{{{i}}}$ = {thetas[i]:.3g}")
+        c.text(cx, cy - radius - 0.65, f"$p$ = {ps[last]}: {math.degrees(angles[last][i]):.1f}°")
+    for k, p in enumerate(ps):
+        x, y = 0.3 + 1.75 * (k % 2), key - 0.15 - 0.3 * (k // 2)
+        c.arrow((x, y), (x + 0.35, y), color=POSITIONS[k], lw=1.6)
+        c.text(x + 0.45, y, f"position {p}", ha="left")
     return c
