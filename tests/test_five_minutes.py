@@ -96,3 +96,18 @@ def test_the_compiled_model_trains_as_the_eager_one():
         losses[compiled] = fit(trained, batches[:1] * 4, settings, progress=False)["loss"]
     assert len(losses[True]) == 4 and losses[False][-1] < losses[False][0]  # it trained
     assert losses[True] == pytest.approx(losses[False], rel=1e-4), losses
+
+
+def test_a_missing_teacher_file_names_the_command_that_makes_it(tmp_path, monkeypatch):
+    from transformer_course.training.teacher import read_teacher, write_teacher
+
+    monkeypatch.setenv("TRANSFORMER_COURSE_CACHE", str(tmp_path))
+    with pytest.raises(FileNotFoundError, match="python -m transformer_course.reference.teacher"):
+        read_teacher(3)
+    write_teacher(["Vete.", "Hola.", "¡Corre!"], 3)
+    assert list(read_teacher(3).values()) == ["Vete.", "Hola.", "¡Corre!"]
+    write_teacher(["Vete."], 3)  # a file for other sources
+    with pytest.raises(ValueError, match="1 lines for 3 sources"):
+        read_teacher(3)
+    with pytest.raises(ValueError, match="line break"):
+        write_teacher(["a\nb", "c", "d"], 3)

@@ -37,6 +37,10 @@ def targets_stats(pairs, teacher, tokenizer) -> dict:
             "piece_types": len({t for row in ids for t in row}),
             "mean_length": sum(map(len, ids)) / len(ids),
         }
+    human = defaultdict(set)
+    for en, es in pairs:
+        human[en].add(es)
+    out["teacher"]["sources_where_it_writes_a_human_target"] = sum(teacher[en] in v for en, v in human.items())
     return out
 
 
@@ -75,7 +79,7 @@ def main() -> None:
     from transformer_course.data.translation import data_for
     from transformer_course.training.configs import CONFIGS
     from transformer_course.training.kinds import build_model, typed
-    from transformer_course.training.teacher import TEACHER, teacher_translations
+    from transformer_course.training.teacher import TEACHER, read_teacher
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--human", required=True, help="weights of a student trained on the human targets")
@@ -88,7 +92,7 @@ def main() -> None:
     record = {
         "command": "OMP_NUM_THREADS=2 python tests/benchmarks/distillation_stats.py " + " ".join(sys.argv[1:]),
         "teacher": TEACHER,
-        "targets": targets_stats(tatoeba_split().train, teacher_translations(), data.tokenizer),
+        "targets": targets_stats(tatoeba_split().train, read_teacher(), data.tokenizer),
         "students": {},
     }
     print(json.dumps(record["targets"], indent=1), flush=True)

@@ -6,8 +6,8 @@ search, and a student trains on those translations in place of (or beside) the h
     python -m transformer_course.train --config transformer-cpu --steps 1920 --teacher-share 1.0 ...
 
 The translations are made once and kept in the model cache (``teacher-<key>.txt.xz``, one line per distinct
-training source, about 1 MB); the key covers the teacher's weights, the split, the search and the decoding batch.
-Regenerating them costs about ten minutes of two CPU cores, so they are cached rather than tracked: the
+training source, 0.8 MB); the key covers the teacher's weights, the split, the search and the decoding batch.
+Regenerating them took 53 minutes of two CPU cores shared with other work, so they are cached rather than tracked: the
 repository's tree has no room to spare (the guide's "Stored weights").
 
 ``teacher_share`` is the share of training pairs whose Spanish side is the teacher's (drawn per pair with the run's
@@ -53,7 +53,7 @@ def read_teacher(limit: int | None = None) -> dict[str, str]:
     if not path.is_file():
         raise FileNotFoundError(
             f"no teacher translations in {path}: make them once with `python -m transformer_course.reference.teacher`"
-            " (about ten minutes of two CPU cores)"
+            " (under an hour of two CPU cores)"
         )
     lines = lzma.decompress(path.read_bytes()).decode().split("\n")
     if len(lines) != len(sources):
