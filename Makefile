@@ -34,7 +34,7 @@ DURATIONS ?= 25
 # same.
 TEST_ENV := OMP_NUM_THREADS=1 NOTEBOOK_THREADS=1 TRANSFORMER_COURSE_REPRODUCIBLE=1
 
-.PHONY: help venv sandbox book execute claims manifest new-chapter test lint test-fast test-notebooks test-book book-student lab release grade classroom gradescope gpu-pack lock chromium clean
+.PHONY: help venv sandbox book execute claims manifest new-chapter test lint test-fast test-notebooks test-book book-student lab release grade classroom gradescope gpu-pack lock chromium compiler clean
 
 help:
 	@echo "make book      build the HTML book into _build/html (from the outputs stored in solutions/)"
@@ -166,6 +166,11 @@ lock:
 	  /tmp/course-lock/bin/pip freeze --all | grep -v -e '^-e ' -e '^transformer.course' | sed 's/^torch==\(.*\)+cpu$$/torch==\1/' ) > constraints.txt
 
 # The browser test (tests/test_browser.py) drives Debian's chromium; without it the test is skipped.
+# A C++ compiler: torch.compile on a CPU (the trainer's --compile, and its tests) builds its kernels with one.
+compiler:
+	@command -v g++ >/dev/null && echo "g++ is installed: $$(g++ --version | head -1)" || \
+		{ SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq g++; }
+
 chromium:
 	@command -v chromium >/dev/null && echo "chromium is installed: $$(chromium --version)" || \
 		{ SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium; }

@@ -3,6 +3,7 @@
 tests/benchmarks/compiled_step.py; these tests check that each does what it says, on tiny budgets."""
 
 import json
+import shutil
 
 import pytest
 import torch
@@ -76,6 +77,11 @@ def test_distilled_batches_are_the_human_pairs_at_share_0_and_the_teachers_at_sh
         distilled_batches(data, 1.5, 600, 0, teacher)
 
 
+NO_COMPILER = "torch.compile on the CPU needs a C++ compiler, and there is none here: `make compiler`"
+needs_compiler = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None, reason=NO_COMPILER)
+
+
+@needs_compiler
 def test_the_compiled_model_trains_as_the_eager_one():
     """A few steps of the same model from the same weights on the same batches: the compiled forward and backward
     give the eager losses to float32 rounding (Inductor fuses and reorders sums)."""

@@ -9,6 +9,7 @@ keeps the second worker waiting for the first's), because they take half a minut
 import fcntl
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -319,6 +320,10 @@ def test_the_stored_gpu_model_is_the_adopted_run_best_on_validation():
         assert f"--seed {seed}" in run["transformer"]["command"] and f"--seed {seed}" in run["gru"]["command"]
 
 
+@pytest.mark.skipif(
+    shutil.which("g++") is None and shutil.which("c++") is None,
+    reason="the speed run's dry run compiles on the CPU, which needs a C++ compiler: `make compiler`",
+)
 def test_the_speed_run_dry_runs_on_the_cpu_and_adopts(tmp_path):
     """`gpu speed` (version two, part one: the compiled step and its MFU), dry-run on the CPU in a fresh interpreter:
     every phase done, the four models measured, their ratios written, and nothing imported that the GPU lacks."""
