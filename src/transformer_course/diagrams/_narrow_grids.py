@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from ..models.sliding_window import reachability, receptive_field
 from ..models.tiled_attention import tile_schedule
-from ._canvas import FADED, HIGHLIGHT, INK, NARROW, Canvas
+from ._canvas import INK, NARROW, Canvas
 from ._render import narrow_layout
 from ._shapes import text_width
 from .attention import ALLOWED, HIDDEN
-from .scale import EDGE, MASKED, _cell, _s
+from .scale import EDGE, MASKED, _cell, _s, _tiles
 
 __all__: list[str] = []
 
@@ -44,33 +44,7 @@ def tiled_attention_tiles(n: int = 8, block: int = 2, causal: bool = True) -> Ca
         if k % every == 0:
             c.text(x0 + at(k), top + 0.17, str(k))
             c.text(x0 - 0.08, top - at(k), str(k), ha="right")
-    for qb in range(nb):
-        for kb in range(nb):
-            rows, cols = range(qb * b, min(n, qb * b + b)), range(kb * b, min(n, kb * b + b))
-            x, y = x0 + (at(cols[0]) + at(cols[-1])) / 2, top - (at(rows[0]) + at(rows[-1])) / 2
-            w, h = len(cols) * cs + gap / 2, len(rows) * cs + gap / 2
-            on = (qb, kb) in done
-            lw, edge = (2.0, HIGHLIGHT) if (qb, kb) == here else (1.0, INK if on else EDGE)
-            kind, part = ("attention", "tile_computed") if on else ("layer", "tile_skipped")
-            c.box(
-                x,
-                y,
-                w,
-                h,
-                "",
-                kind,
-                part=part,
-                index=(qb, kb),
-                frame=True,
-                lw=lw,
-                edge=edge,
-                linestyle="-" if on else "--",
-            )
-            for i in rows:
-                for j in cols:
-                    kind = ("masked" if causal and j > i else "score") if on else "unvisited"
-                    fill = {"score": ALLOWED, "masked": MASKED, "unvisited": HIDDEN}[kind]
-                    _cell(c, x0 + at(j), top - at(i), cs, fill, kind, (i, j), alpha=1.0 if on else FADED)
+    _tiles(c, n, b, x0, top, at, cs, gap, done, here, causal)
     queries = f"queries {i0}–{i1 - 1}" if i1 - i0 > 1 else f"query {i0}"
     label = f"{queries}: running\nmax $m$, sum $l$, output acc"
     state = c.box(1.95, state_y, 2.4, 0.5, label, "state", part="state")

@@ -34,6 +34,29 @@ def _cell(c: Canvas, x: float, y: float, size: float, fill: str, part: str, inde
     c.box(x, y, size - 0.04, size - 0.04, "", fill, part=part, index=index, lw=0.5, edge=EDGE, **kw)
 
 
+def _tiles(
+    c: Canvas, n: int, b: int, x0: float, top: float, at, cs: float, gap: float, done, here, causal: bool
+) -> None:
+    """Each block-by-block tile of the score grid, framed (bold where the step is), its cells filled: the wide
+    and the narrow tiled-attention diagrams draw the same grid, only placed differently."""
+    nb = -(-n // b)
+    for qb in range(nb):
+        for kb in range(nb):
+            rows, cols = range(qb * b, min(n, qb * b + b)), range(kb * b, min(n, kb * b + b))
+            x, y = x0 + (at(cols[0]) + at(cols[-1])) / 2, top - (at(rows[0]) + at(rows[-1])) / 2
+            w, h = len(cols) * cs + gap / 2, len(rows) * cs + gap / 2
+            on = (qb, kb) in done
+            lw, edge = (2.0, HIGHLIGHT) if (qb, kb) == here else (1.0, INK if on else EDGE)
+            kind, part = ("attention", "tile_computed") if on else ("layer", "tile_skipped")
+            dash = "-" if on else "--"
+            c.box(x, y, w, h, "", kind, part=part, index=(qb, kb), frame=True, lw=lw, edge=edge, linestyle=dash)
+            for i in rows:
+                for j in cols:
+                    kind = ("masked" if causal and j > i else "score") if on else "unvisited"
+                    fill = {"score": ALLOWED, "masked": MASKED, "unvisited": HIDDEN}[kind]
+                    _cell(c, x0 + at(j), top - at(i), cs, fill, kind, (i, j), alpha=1.0 if on else FADED)
+
+
 @drawing
 def tiled_attention_tiles(n: int = 8, block: int = 2, causal: bool = True) -> Diagram:
     """The n x n scores (query i as rows, key j as columns) cut into block x block tiles: a tile that
@@ -65,33 +88,7 @@ def tiled_attention_tiles(n: int = 8, block: int = 2, causal: bool = True) -> Di
     for k in range(n):
         c.text(x0 + at(k), top + 0.15, str(k))
         c.text(x0 - 0.1, top - at(k), str(k), ha="right")
-    for qb in range(nb):
-        for kb in range(nb):
-            rows, cols = range(qb * b, min(n, qb * b + b)), range(kb * b, min(n, kb * b + b))
-            x, y = x0 + (at(cols[0]) + at(cols[-1])) / 2, top - (at(rows[0]) + at(rows[-1])) / 2
-            w, h = len(cols) * cs + gap / 2, len(rows) * cs + gap / 2
-            on = (qb, kb) in done
-            lw, edge = (2.0, HIGHLIGHT) if (qb, kb) == here else (1.0, INK if on else EDGE)
-            kind, part = ("attention", "tile_computed") if on else ("layer", "tile_skipped")
-            c.box(
-                x,
-                y,
-                w,
-                h,
-                "",
-                kind,
-                part=part,
-                index=(qb, kb),
-                frame=True,
-                lw=lw,
-                edge=edge,
-                linestyle="-" if on else "--",
-            )
-            for i in rows:
-                for j in cols:
-                    kind = ("masked" if causal and j > i else "score") if on else "unvisited"
-                    fill = {"score": ALLOWED, "masked": MASKED, "unvisited": HIDDEN}[kind]
-                    _cell(c, x0 + at(j), top - at(i), cs, fill, kind, (i, j), alpha=1.0 if on else FADED)
+    _tiles(c, n, b, x0, top, at, cs, gap, done, here, causal)
     y = top - mid
     queries = f"queries {i0}–{i1 - 1}" if i1 - i0 > 1 else f"query {i0}"
     sx, label = max(x0 + side + 1.5, (x0 + side + c.width) / 2), f"{queries}: running\nmax $m$, sum $l$, output acc"
