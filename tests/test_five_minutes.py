@@ -104,6 +104,25 @@ def test_the_compiled_model_trains_as_the_eager_one():
     assert losses[True] == pytest.approx(losses[False], rel=1e-4), losses
 
 
+def test_the_training_forward_compiles_to_one_graph_without_breaks():
+    """The padding packing and the input checks used to ask the data questions (is any position padded? are the
+    ids in the vocabulary?), each a graph break that left part of the step eager; under compilation neither asks."""
+    from transformer_course.data.digits import copy_task
+    from transformer_course.training.compiled import compile_model
+    from transformer_course.training.configs import CONFIGS
+    from transformer_course.training.kinds import build_model, typed
+
+    config = typed(CONFIGS["transformer-tiny"])
+    vocab, batches, _ = copy_task(config.max_tokens, 0)
+    model = build_model(config, len(vocab), seed=0)
+    compile_model(model)  # sets the options the trainer compiles with
+    src, src_mask, tgt = batches[0].src.clone(), batches[0].src_mask.clone(), batches[0].tgt.clone()
+    src[1, -3:], src_mask[1, -3:], tgt[0, -2:] = 0, False, 0  # padding (<pad> = 0), which the packing skips
+    explained = torch._dynamo.explain(model)(src, src_mask, tgt)
+    assert explained.graph_break_count == 0, explained.break_reasons
+    assert explained.graph_count == 1
+
+
 def test_a_missing_teacher_file_names_the_command_that_makes_it(tmp_path, monkeypatch):
     from transformer_course.training.teacher import read_teacher, write_teacher
 

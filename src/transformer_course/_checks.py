@@ -70,6 +70,9 @@ def check_ids(name: str, ids: object, mask: object, mask_name: str, max_len: int
 
 def check_values(ids: list[tuple[str, Tensor, int]], masks: Sequence[tuple[str, Tensor]] = ()) -> None:
     """Token ids in [0, V), and at least one real token in every row of each mask: one transfer for all checks."""
+    if torch.compiler.is_compiling():
+        return  # a compiled training step (the trainer's --compile): its batches are the course's own data, checked
+        # eagerly where they are made; reading values back here would break the compiled graph in two
     stats = [s for _, x, _ in ids for s in (x.min(), x.max())] + [m.any(dim=1).all().long() for _, m in masks]
     values = torch.stack(stats).tolist()
     for i, (name, _, vocab) in enumerate(ids):

@@ -47,6 +47,7 @@ def targets_stats(pairs, teacher, tokenizer) -> dict:
 @torch.no_grad()
 def student_stats(model, data, alpha: float = 0.6) -> dict:
     from transformer_course.data.batching import length_batches, pad_sequences
+    from transformer_course.decoding.confidence import entropies
     from transformer_course.decoding.search import max_output_length
     from transformer_course.evaluation.translate import beam_translations, greedy_translations
 
@@ -64,8 +65,7 @@ def student_stats(model, data, alpha: float = 0.6) -> dict:
             n = seq.index(tok.eos_id) + 1 if tok.eos_id in seq else len(seq)
             tgt = torch.tensor([seq[:n]])
             logits = model(src[row : row + 1], mask[row : row + 1], tgt)  # (1, n, V), teacher-forced
-            p = logits.float().log_softmax(-1)
-            entropy += -(p.exp() * p).sum(-1).sum().item()
+            entropy += entropies(logits.float()).sum().item()  # exercise 9.5's, summed over the n pieces
             count += n
     return {
         "valid_sentences": len(sources),

@@ -29,6 +29,8 @@ _ATTEND = """    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.s
     return weights @ v, k, v
 """
 
+_ENTROPY = "def mean_entropy(logits, mask):\n"
+
 _TRAP = """def greedy_trap(vocab_size, max_len, beam_size):
     V = vocab_size
 """
@@ -71,6 +73,12 @@ WRONG_ROUNDS = [
             "    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)\n"
             "    return weights @ v, cache_k, cache_v\n"
         ),
+        "9.5": _ENTROPY
+        + (  # a mean per sentence, then over the sentences: a short sentence weighs as much as a long one
+            "    log_p = torch.log_softmax(logits, dim=-1)\n"
+            "    h = -(log_p.exp() * log_p).sum(-1) * mask\n"
+            "    return (h.sum(1) / mask.sum(1)).mean()\n"
+        ),
         # a uniform table: every choice a tie, so ties, not the model, decide greedy's output
         "9.3": _TRAP + "    return torch.full((V, V), -math.log(V), dtype=torch.float64)\n",
     },
@@ -92,6 +100,10 @@ WRONG_ROUNDS = [
             "    v = v_new if cache_v is None else torch.cat([cache_v, v_new], dim=1)\n"
         )
         + _ATTEND,
+        "9.5": _ENTROPY
+        + (  # p log p of a softmax: nan where a probability underflows to 0
+            "    p = torch.softmax(logits, dim=-1)\n    return -(p * p.log()).sum(-1)[mask].mean()\n"
+        ),
         # the trap, returned as probabilities: the rows are not log-distributions
         "9.3": _trap(log=False),
     },
@@ -113,6 +125,10 @@ WRONG_ROUNDS = [
             "    k = k_new if cache_k is None else torch.cat([cache_k, k_new], dim=2)\n"
             "    v = v_new if cache_v is None else torch.cat([cache_v, v_new], dim=2)\n"
             "    return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True), k, v\n"
+        ),
+        "9.5": _ENTROPY
+        + (  # the padding counted: the mean over every position
+            "    log_p = torch.log_softmax(logits, dim=-1)\n    return -(log_p.exp() * log_p).sum(-1).mean()\n"
         ),
         # a near miss: the trap is there, but the lure's continuation is not flat enough (0.22 nats)
         "9.3": _trap(lure=0.45, lure_eos=0.5, good_eos=0.7),
@@ -137,6 +153,8 @@ WRONG_ROUNDS = [
             "    weights = torch.softmax(q @ seen_k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)\n"
             "    return weights @ seen_v, k, v\n"
         ),
+        # PyTorch's own entropy: refused, the exercise asks for it from scratch
+        "9.5": _ENTROPY + "    return torch.distributions.Categorical(logits=logits[mask]).entropy().mean()\n",
         # <bos> taken to be token 0: the search starts from row 1, which ends at once, as the beam does
         "9.3": _trap(bos=0),
     },

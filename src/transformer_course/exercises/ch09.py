@@ -1,5 +1,6 @@
 """Chapter 9 exercises: the length-normalised score, one step of beam search, attention for the newest
-position with a key/value cache, and an experiment: a bigram model on which greedy decoding loses to beam search.
+position with a key/value cache, how sure a model is (the mean entropy of its next-token distributions), and an
+experiment: a bigram model on which greedy decoding loses to beam search.
 
 Exercise 9.2 works on one sentence, with its hypotheses as tuples of token ids: the grader compares tensors
 of floats to a tolerance and other values exactly, and token ids are best compared as what they are, ints.
@@ -12,6 +13,7 @@ import math
 
 import torch
 
+from ..decoding import confidence
 from ..decoding import search as ref
 from ..grading import registry
 from ..grading.registry import Case, Exercise, Mistake, count, randn, register, size
@@ -421,6 +423,62 @@ def _trap_shallow(vocab_size, max_len, beam_size):
     return _trap_table({3: 0.45, 4: 0.4}, {3: {EOS: 0.5}, 4: {EOS: 0.7}}, vocab_size)
 
 
+# 9.5 how sure the model is: the mean entropy of its next-token distributions ---------------------------------
+
+
+def _entropy_cases(g: torch.Generator) -> list[Case]:
+    # Padded positions get scores of their own (as a real model's do), so that counting them shows; lengths differ,
+    # so that a mean per sentence differs from the mean per position.
+    def case(label, lengths, vocab, scale=2.0):
+        b, t = len(lengths), max(lengths)
+        mask = torch.arange(t)[None, :] < torch.tensor(lengths)[:, None]  # (B, T)
+        return Case(label, (randn(g, b, t, vocab, scale=scale), mask))
+
+    n, v = size(g, 2, 4), size(g, 6, 9)
+    return [
+        case(f"B = 2 sentences of {n + 3} and {n} positions (padded), V = {v}", [n + 3, n], v),
+        case(f"one sentence, no padding: T = {n + 1}, V = {v}", [n + 1], v),
+        case(f"lengths 1, {n + 4} and 2, V = {v}: a mean per position, not per sentence", [1, n + 4, 2], v),
+        case(
+            f"a nearly certain model: scores spread over thousands, most probabilities 0 in float64, V = {v}",
+            [n + 2, n],
+            v,
+            scale=1000.0,
+        ),
+    ]
+
+
+def _entropy_with_padding(logits, mask):
+    return confidence.entropies(logits).mean()
+
+
+def _entropy_in_bits(logits, mask):
+    return confidence.mean_entropy(logits, mask) / math.log(2)
+
+
+def _entropy_per_sentence(logits, mask):
+    h = confidence.entropies(logits) * mask  # (B, T)
+    return (h.sum(1) / mask.sum(1)).mean()
+
+
+def _entropy_of_scores(logits, mask):
+    return -(logits.exp() * logits).sum(-1)[mask].mean()
+
+
+def _entropy_of_softmax_log(logits, mask):
+    p = torch.softmax(logits, dim=-1)
+    return -(p * p.log()).sum(-1)[mask].mean()  # 0 * log 0 = 0 * -inf = nan
+
+
+def _entropy_negative(logits, mask):
+    return -confidence.mean_entropy(logits, mask)
+
+
+def _entropy_over_positions(logits, mask):
+    log_p = torch.log_softmax(logits, dim=1)  # over the positions, not the vocabulary
+    return -(log_p.exp() * log_p).sum(-1)[mask].mean()
+
+
 register(
     Exercise(
         id="9.1",
@@ -543,6 +601,54 @@ register(
             ),
             Mistake("the scores are not scaled by 1 / sqrt(d_k).", _cache_unscaled),
         ),
+    ),
+    Exercise(
+        id="9.5",
+        title="how sure the model is: the mean entropy of its predictions",
+        idea=(
+            "the entropy of a next-token distribution, -sum p log p over the vocabulary, is 0 when the model is "
+            "certain and grows as it hesitates; average it over the real positions only, each position weighing "
+            "the same."
+        ),
+        points=2,
+        name="mean_entropy",
+        kind="function",
+        reference=confidence.mean_entropy,
+        make_cases=_entropy_cases,
+        forbidden=("distributions", "Categorical", "entropy", "cross_entropy", "kl_div"),
+        mistakes=(
+            Mistake(
+                "the padded positions are averaged too: keep only the positions where mask is True (logits[mask]).",
+                _entropy_with_padding,
+            ),
+            Mistake(
+                "this is in bits (log base 2); the course measures entropy in nats: use the natural log.",
+                _entropy_in_bits,
+            ),
+            Mistake(
+                "this averages each sentence, then the sentences: every position must weigh the same, so a long "
+                "sentence counts more than a short one. Average over all counted positions at once.",
+                _entropy_per_sentence,
+            ),
+            Mistake(
+                "the scores are used as log-probabilities: turn them into a distribution first (log_softmax over "
+                "the vocabulary).",
+                _entropy_of_scores,
+            ),
+            Mistake(
+                "p * log(p) of a softmax gives nan where a probability underflows to 0 (0 times -inf): compute "
+                "log p with log_softmax, then p as its exp; the product is then 0, as it should be.",
+                _entropy_of_softmax_log,
+            ),
+            Mistake("the sign: H = -sum p log p is at least 0, since log p <= 0.", _entropy_negative),
+            Mistake(
+                "the softmax runs over the positions (dim=1); a next-token distribution is over the vocabulary, the "
+                "last axis (dim=-1).",
+                _entropy_over_positions,
+            ),
+        ),
+        atol=1e-9,
+        rtol=1e-9,
     ),
     Exercise(
         id="9.3",

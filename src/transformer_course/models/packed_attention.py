@@ -6,6 +6,7 @@ Shapes: B batch, T sequence length, N real tokens in the batch, d = d_model, h h
 
 from __future__ import annotations
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
@@ -30,7 +31,10 @@ class Packing:
     def __init__(self, mask: Tensor) -> None:  # (B, T) bool, True = real token
         self.shape = tuple(mask.shape)
         flat = mask.flatten()
-        self.index = None if bool(flat.all()) else flat.nonzero().squeeze(1)  # (N,) positions in the flat (B T)
+        # (N,) positions in the flat (B T); None when nothing is padding. A compiled model (torch.compile) always
+        # indexes: asking the data whether it holds padding would break the compiled graph in two.
+        everything = not torch.compiler.is_compiling() and bool(flat.all())
+        self.index = None if everything else flat.nonzero().squeeze(1)
 
     def pack(self, x: Tensor) -> Tensor:
         """(B, T, ...) -> (N, ...)"""

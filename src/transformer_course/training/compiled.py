@@ -18,4 +18,7 @@ __all__ = ["compile_model"]
 
 def compile_model(model: nn.Module, dynamic: bool = True) -> nn.Module:
     """``model`` compiled for training; the first steps pay the compilation (tens of seconds on a CPU)."""
+    # Packing (chapter 8) keeps the real tokens with nonzero(), whose output size depends on the data: let the
+    # graph hold it (as an unbacked size) instead of breaking there.
+    torch._dynamo.config.capture_dynamic_output_shape_ops = True
     return torch.compile(model, dynamic=dynamic)  # type: ignore[return-value]
