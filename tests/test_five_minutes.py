@@ -123,6 +123,25 @@ def test_the_training_forward_compiles_to_one_graph_without_breaks():
     assert explained.graph_count == 1
 
 
+def test_warming_up_runs_forward_and_backward_but_leaves_the_weights_and_gradients_as_they_were():
+    """training.compiled.warm_up compiles before the trainer's clock: it must not train (no step, no gradient left)."""
+    from transformer_course.data.digits import copy_task
+    from transformer_course.training.compiled import warm_up
+    from transformer_course.training.configs import CONFIGS
+    from transformer_course.training.kinds import build_model, typed
+
+    config = typed(CONFIGS["transformer-tiny"])
+    vocab, batches, _ = copy_task(config.max_tokens, 0)
+    model = build_model(config, len(vocab), seed=0)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    calls = []
+    model.register_forward_hook(lambda *_: calls.append(1))
+    assert warm_up(model, batches[:5], torch.device("cpu"), bf16=False) > 0
+    assert len(calls) == 3  # the shortest, a middle and the longest batch
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+    assert all(p.grad is None for p in model.parameters())
+
+
 def test_a_missing_teacher_file_names_the_command_that_makes_it(tmp_path, monkeypatch):
     from transformer_course.training.teacher import read_teacher, write_teacher
 

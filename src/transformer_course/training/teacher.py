@@ -47,9 +47,10 @@ def training_sources() -> list[str]:
     return list(dict.fromkeys(en for en, _ in tatoeba_split().train))
 
 
-def read_teacher(limit: int | None = None) -> dict[str, str]:
-    """{English training source: the teacher's Spanish}, from the cache; a clear error when it was never made."""
-    path, sources = teacher_file(limit), training_sources()[:limit]
+def read_teacher(limit: int | None = None, path: Path | None = None) -> dict[str, str]:
+    """{English training source: the teacher's Spanish}, from the cache (or ``path``); a clear error when it was
+    never made."""
+    path, sources = path or teacher_file(limit), training_sources()[:limit]
     if not path.is_file():
         raise FileNotFoundError(
             f"no teacher translations in {path}: make them once with `python -m transformer_course.reference.teacher`"

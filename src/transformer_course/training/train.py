@@ -162,10 +162,13 @@ def train(
     task = _task(args, typed_config)
     core = build_model(typed_config, task.vocab_size, seed=args.seed).to(device)
     model = core
-    if args.compile:
-        from .compiled import compile_model
+    compile_seconds = None
+    if args.compile:  # compiled before the clock starts: the budget is training time (training.compiled)
+        from .compiled import compile_model, warm_up
 
         model = compile_model(core)
+        compile_seconds = warm_up(model, task.batches, device, bf16=not args.fp32)
+        print(f"compiled in {compile_seconds:.1f} s, before the clock started", flush=True)
     if world > 1:
         model = torch.nn.parallel.DistributedDataParallel(core, device_ids=[device] if device.type == "cuda" else None)
     settings = Settings.from_config(
@@ -191,6 +194,8 @@ def train(
             result["stopped_by_deadline"] = not budget_reached
         if launched_by is not None:
             result["launched_by"] = launched_by
+        if compile_seconds is not None:
+            result["compile_seconds"] = round(compile_seconds, 2)
         if args.limit_held_out:
             result["limit_held_out"] = args.limit_held_out  # scored on a part of the held-out sets only
         if not finished:
