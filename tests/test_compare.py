@@ -46,7 +46,7 @@ def test_a_0d_tensor_where_a_number_is_asked_for_is_its_number():
     # more than one number is named, where it used to stop the self-check with "Boolean value of Tensor ... ambiguous"
     message = compare(0.4, torch.tensor([0.4, 0.5]), 1e-6, 0.0)
     assert message == "the result should be a number (0.4), got a float32 tensor of shape (2,)"
-    # a Python float where the task asks for a 0-d tensor (8.4, 10.2) is still refused: it has no dtype
+    # a Python float where the task asks for a 0-d tensor (8.4, 9.5, 10.2) is still refused: it has no dtype
     assert compare(torch.tensor(0.4, dtype=torch.float64), 0.4, 1e-6, 0.0) is not None
 
 

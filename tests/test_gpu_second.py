@@ -4,6 +4,7 @@ teacher is a stand-in (each source's first human translation): the real one take
 checks the code, not the figures.
 """
 
+import fcntl
 import json
 import lzma
 import re
@@ -43,19 +44,29 @@ def _stand_in_teacher(path: Path) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def second(tmp_path_factory):
-    """(pack, out, record): the pack with a stand-in teacher, and version two's dry run."""
-    root = tmp_path_factory.mktemp("gpu-second")
-    packed = root / "pack"
-    teacher = _stand_in_teacher(root / "stand-in.txt.xz")
-    packing = ["pack", "--out", packed, "--preset", "0", "--teacher", teacher]
-    subprocess.run([sys.executable, "-m", "transformer_course.gpu", *packing], check=True)
-    out = root / "out"
-    command = [sys.executable, "-c", RECORDER, "run", "--version", "2", "--pack", str(packed), "--dry-run", "--out",
-               str(out)]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=900)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+@pytest.fixture(scope="session")
+def second(tmp_path_factory, worker_id):
+    """(pack, out, record): the pack with a stand-in teacher, and version two's dry run; made once per session in a
+    folder every xdist worker shares (a file lock keeps the second worker waiting for the first's), since compiling
+    takes a minute and more on two cores."""
+    base = tmp_path_factory.getbasetemp()
+    root = (base if worker_id == "master" else base.parent) / "gpu-second"
+    root.mkdir(exist_ok=True)
+    packed, out = root / "pack", root / "out"
+    with open(root / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (root / "done.json").is_file():
+            teacher = _stand_in_teacher(root / "stand-in.txt.xz")
+            packing = ["pack", "--out", packed, "--preset", "0", "--teacher", teacher]
+            subprocess.run([sys.executable, "-m", "transformer_course.gpu", *packing], check=True)
+            command = [sys.executable, "-c", RECORDER, "run", "--version", "2", "--pack", str(packed), "--dry-run",
+                       "--out", str(out)]  # fmt: skip
+            done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=900)
+            (root / "done.json").write_text(
+                json.dumps({"returncode": done.returncode, "output": done.stdout[-3000:] + done.stderr[-3000:]})
+            )
+    done = json.loads((root / "done.json").read_text())
+    assert done["returncode"] == 0, done["output"]
     return packed, out, json.loads(Path(f"{out}.imports.json").read_text())
 
 

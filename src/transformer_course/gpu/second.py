@@ -20,7 +20,7 @@ Twice adopted, those figures stand. Version two spends the minutes on what issue
 
 If compiling fails on the machine, that training runs eager and says so. No weights come back: version one's stored
 model stays the course's GPU model. ``adopt`` keeps the records in ``runs/gpu/v2/seedN/``. ``--dry-run`` runs the
-same code on the CPU with tiny budgets (``tests/test_gpu.py``).
+same code on the CPU with tiny budgets (``tests/test_gpu_second.py``).
 """
 
 from __future__ import annotations
