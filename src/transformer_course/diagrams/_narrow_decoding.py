@@ -4,12 +4,10 @@ across; five hypotheses a step do). The ids are those of decoding.beam_tree, whi
 
 from __future__ import annotations
 
-from typing import Any
-
-from ._canvas import FADED, HIGHLIGHT, INK, NARROW, Canvas
+from ._canvas import FADED, NARROW, Canvas
 from ._render import narrow_layout
 from ._shapes import plain
-from .decoding import BEAMS, _nodes
+from .decoding import BEAMS, _best_path, _nodes
 
 __all__: list[str] = []
 
@@ -54,26 +52,5 @@ def beam_tree(beams=BEAMS, best: tuple[int, int] | None = None) -> Canvas:
     candidates = [n for nodes in steps for n in nodes if n["finished"]] or [n for n in steps[-1] if not n["pruned"]]
     if best is not None:
         candidates = [steps[best[0] - 1][best[1]]]
-    chain: list[dict[str, Any]] = []
-    if candidates:
-        node = max(candidates, key=lambda n: n["log_prob"])
-        while "token" in node:
-            chain.insert(0, node)
-            node = node["from"]
-    path = {id(n) for n in chain}
-    for s, nodes in enumerate(steps, start=1):
-        for n in nodes:
-            on_path = id(n) in path
-            c.arrow(
-                n["from"]["box"].bottom,
-                n["box"].top,
-                head=False,
-                part="edge",
-                index=(s, n["index"]),
-                color=HIGHLIGHT if on_path else INK,
-                lw=2.0 if on_path else 1.0,
-                alpha=FADED if n["pruned"] else 1.0,
-                linestyle="--" if n["pruned"] else "-",
-            )
-    c.parts["pruned"] = sum(n["pruned"] for nodes in steps for n in nodes)
+    _best_path(c, steps, candidates, downwards=True)
     return c

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ._canvas import NARROW, Canvas
 from ._render import narrow_layout
 from .attention import ALLOWED, HIDDEN
-from .families import CELL, LABEL, MASK, SENTENCE, SOURCE, TARGET, _grid, _labels, _predictions, _rows
+from .families import CELL, LABEL, MASK, SENTENCE, SOURCE, TARGET, _encoder_decoder, _grid, _labels, _predictions, _rows
 
 __all__: list[str] = []
 
@@ -58,22 +58,7 @@ def model_families(sentence=SENTENCE, masked: int = 2, source_tokens=SOURCE, tar
 
     # As the wide one: the encoder's pattern above the cross-attention's columns, the decoder's two side by side.
     top, sx = tops[2], gx
-    xx = sx + t * CELL + 0.12
-    dtop = top - s * CELL - 0.4
-    _rows(c, xx - 0.06, top, src, "source_token")
-    _grid(c, xx, top, s, s, lambda i, j: True, "encoder")
-    c.text(xx + s * CELL + 0.08, top - s * CELL / 2, "encoder", ha="left")
-    c.arrow(
-        (xx + s * CELL / 2, top - s * CELL - 0.04),
-        (xx + s * CELL / 2, dtop + 0.04),
-        label="keys, values",
-        label_side="left",
-    )
-    _rows(c, sx - 0.06, dtop, decoder, "target_token")
-    _grid(c, sx, dtop, t, t, lambda i, j: j <= i, "decoder_self")
-    _grid(c, xx, dtop, t, s, lambda i, j: True, "decoder_cross")
-    _predictions(c, xx + s * CELL + 0.06, dtop, dict(enumerate(tgt)), "target_prediction")
-    under = dtop - t * CELL - 0.13
+    *_, xx, under = _encoder_decoder(c, sx, top, (src, decoder, tgt))
     c.text(sx + t * CELL / 2, under, "causal")
     c.text(xx + s * CELL / 2, under, "cross")
 

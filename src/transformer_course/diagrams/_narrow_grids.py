@@ -8,9 +8,9 @@ from ..models.sliding_window import reachability, receptive_field
 from ..models.tiled_attention import tile_schedule
 from ._canvas import INK, NARROW, Canvas
 from ._render import narrow_layout
+from ._scale_parts import EDGE, MASKED, _s, _tiles, _window_layer
 from ._shapes import text_width
 from .attention import ALLOWED, HIDDEN
-from .scale import EDGE, MASKED, _cell, _s, _tiles
 
 __all__: list[str] = []
 
@@ -97,20 +97,7 @@ def sliding_window_reach(t: int = 12, window: int = 3, layers: int = 3) -> Canva
         y = y0 + l * row
         name = "input" if l == 0 else f"layer {l}"
         c.text(x0 - 0.1, y, f"{name}\n{_s(int(sum(reached[l])), 'position')}", ha="right")
-        for j in range(t):
-            x = x0 + (j + 0.5) * cs
-            on = reached[l][j]
-            _cell(c, x, y, cs, ALLOWED if on else HIDDEN, "reached" if on else "unreached", (l, j))
-            if l and on:
-                for k in range(max(0, j - w + 1), j + 1):
-                    c.arrow(
-                        (x0 + (k + 0.5) * cs, y - row + cs / 2 - 0.02),
-                        (x, y - cs / 2 + 0.02),
-                        part="attends",
-                        index=(l, j, k),
-                        color=EDGE,
-                        lw=0.8,
-                    )
+        _window_layer(c, x0, y, cs, row, w, l, reached[l])
     every = 1 if cs >= 0.2 else 2
     for j in range(0, t, every):
         c.text(x0 + (j + 0.5) * cs, y0 - cs / 2 - 0.13, str(j))

@@ -3,11 +3,9 @@ formula and notes wrapped, and the ids of the wide diagrams in recurrent.py."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from ._canvas import HIGHLIGHT, NARROW, Canvas
 from ._render import narrow_layout
-from .recurrent import _on_circle
+from .recurrent import _lstm_flows
 
 __all__: list[str] = []
 
@@ -31,17 +29,8 @@ def lstm_cell() -> Canvas:
         for name, x in (("forget", 1.0), ("input", 1.68), ("output", 3.35))
     }
     cand = c.box(2.5, 1.3, 0.9, 0.55, "candidate\ntanh", "recurrent", part="candidate")
-    path: dict[str, Any] = dict(color=HIGHLIGHT, lw=2.4, part="cell_state")
-    c.arrow(c_prev.right, forget_x.left, head=False, index=1, **path)
-    c.arrow(forget_x.right, add.left, head=False, index=2, **path)
-    c.arrow(add.right, c_new.left, index=3, **path)
-    c.arrow(gates["forget"].top, forget_x.bottom, label="$f_t$")
-    c.arrow(gates["input"].top, _on_circle(input_x, gates["input"].top), label="$i_t$", label_side="left")
-    c.arrow(cand.top, _on_circle(input_x, cand.top), label=r"$\tilde{c}_t$")
-    c.arrow(input_x.top, add.bottom)
-    c.arrow((squash.x, top), squash.top)
-    c.arrow(squash.bottom, out_x.top)
-    c.arrow(gates["output"].top, _on_circle(out_x, gates["output"].top), label="$o_t$")
+    cell = dict(c_prev=c_prev, c_new=c_new, forget_x=forget_x, add=add, input_x=input_x, out_x=out_x, squash=squash)
+    _lstm_flows(c, cell, gates, cand, top, "left")
     h_new = c.box(3.42, 2.15, 0.5, 0.42, "$h_t$", "state", part="state", index="h-next")
     c.arrow(out_x.right, h_new.left)
     # [h_{t-1}, x_t]: one bus under the gates, read by all four.

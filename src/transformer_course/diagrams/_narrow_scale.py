@@ -4,7 +4,6 @@ two grids are in _narrow_grids.py."""
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
 
 import torch
@@ -12,7 +11,7 @@ import torch
 from ..models.rotary import rotary_angles
 from ._canvas import NARROW, Canvas
 from ._render import narrow_layout
-from .scale import EDGE, POSITIONS, _s
+from ._scale_parts import POSITIONS, _dial, _s
 
 __all__: list[str] = []
 
@@ -90,15 +89,7 @@ def rotary_pairs(d_head: int = 8, positions=(0, 1, 2)) -> Canvas:
         in_row = min(per_row, pairs - r * per_row)
         cx = c.width / 2 + (k_col - (in_row - 1) / 2) * pitch
         cy = c.height - 1.15 - radius - r * block
-        ring = [(cx + radius * math.cos(a), cy + radius * math.sin(a)) for a in (k * math.pi / 24 for k in range(49))]
-        c.arrow(*ring, head=False, color=EDGE, lw=0.8)
-        for k, p in enumerate(ps):
-            a = angles[k][i]
-            tip = (cx + 0.92 * radius * math.cos(a), cy + 0.92 * radius * math.sin(a))
-            c.arrow((cx, cy), tip, part="vector", index=(i, p), color=POSITIONS[k], lw=1.6)
-        c.text(cx, cy - radius - 0.17, f"dims {2 * i}, {2 * i + 1}")
-        c.text(cx, cy - radius - 0.41, f"$\\theta_{{{i}}}$ = {thetas[i]:.3g}")
-        c.text(cx, cy - radius - 0.65, f"$p$ = {ps[last]}: {math.degrees(angles[last][i]):.1f}°")
+        _dial(c, cx, cy, radius, i, (ps, angles, thetas, last), (0.17, 0.41, 0.65))
     for k, p in enumerate(ps):
         x, y = 0.3 + 1.75 * (k % 2), key - 0.15 - 0.3 * (k // 2)
         c.arrow((x, y), (x + 0.35, y), color=POSITIONS[k], lw=1.6)

@@ -8,7 +8,7 @@ from . import _args
 from ._canvas import HIGHLIGHT, INK, NARROW, Canvas
 from ._render import narrow_layout
 from ._shapes import fits, plain
-from .sequence import SOURCE, TARGET
+from .sequence import SOURCE, TARGET, _source_columns
 
 __all__: list[str] = []
 
@@ -84,18 +84,7 @@ def bahdanau_step(source_tokens=SOURCE, target_prefix=("el",), weights=None) -> 
     fan_y, ctx_y, cell_y = 3.7, 4.3, 5.05
     ctx = c.box(band.x, ctx_y, 1.25, 0.4, r"context $c_t$", "state", part="context")
     toks = c.tokens(xs, 0.3, pitch - 0.04, 0.36, src, part="source_token")
-    e = None
-    for j, (x, t, a) in enumerate(zip(xs, toks, alpha), start=1):
-        h = c.box(x, 0.95, w, 0.4, f"$h_{{{j}}}$", "state", part="encoder_state", index=j)
-        e = c.box(x, 1.7, w, 0.4, f"$e_{{{j}}}$", "attention", part="score", index=j)
-        c.arrow(t.top, h.bottom)
-        c.arrow(h.top, e.bottom)
-        c.arrow(e.top, band.at((x - band.x) / (band.w / 2), -1))
-        c.text(x, 2.72, f"{a:.2f}", part="weight_value", index=j)
-        height = max(0.02, 0.7 * a)
-        bar = c.box(x, 2.9 + height / 2, min(w, 0.4), height, "", "attention", part="weight", index=j, lw=0.8)
-        end = (ctx.x + (x - ctx.x) * 0.3, ctx_y - 0.2)
-        c.arrow(bar.top, (x, fan_y), end, head=False, lw=0.4 + 5 * a, color="#7a5a2a")
+    e = _source_columns(c, xs, toks, alpha, w, band, ctx, (fan_y, ctx_y))
     assert e is not None
     cell = c.box(ctx.x, cell_y, 0.7, 0.4, "GRU", "recurrent", part="decoder_cell")
     c.arrow(ctx.top, cell.bottom)

@@ -132,6 +132,38 @@ def _nodes(beams) -> list[list[dict]]:
     return steps
 
 
+def _best_path(c: Canvas, steps: list, candidates: list, downwards: bool) -> list[dict[str, Any]]:
+    """Draw every parent-to-child edge, the best candidate's chain bold and red, the pruned ones faded and dashed;
+    count the pruned in c.parts. Returns the chain, from its first token to its last. Edges run from a box's right
+    side to the next one's left (the wide tree), or from its bottom to the next one's top (the phone's)."""
+    chain: list[dict[str, Any]] = []
+    if candidates:
+        node = max(candidates, key=lambda n: n["log_prob"])
+        while "token" in node:
+            chain.insert(0, node)
+            node = node["from"]
+    path = {id(n) for n in chain}
+    for s, nodes in enumerate(steps, start=1):
+        for n in nodes:
+            on_path = id(n) in path
+            start, end = (
+                (n["from"]["box"].bottom, n["box"].top) if downwards else (n["from"]["box"].right, n["box"].left)
+            )
+            c.arrow(
+                start,
+                end,
+                head=False,
+                part="edge",
+                index=(s, n["index"]),
+                color=HIGHLIGHT if on_path else INK,
+                lw=2.0 if on_path else 1.0,
+                alpha=FADED if n["pruned"] else 1.0,
+                linestyle="--" if n["pruned"] else "-",
+            )
+    c.parts["pruned"] = sum(n["pruned"] for nodes in steps for n in nodes)
+    return chain
+
+
 @drawing
 def beam_tree(beams=BEAMS, best: tuple[int, int] | None = None) -> Diagram:
     """A beam-search tree, left to right from <bos> ("root"): step s (from 1) of ``beams`` is a list of
@@ -185,29 +217,8 @@ def beam_tree(beams=BEAMS, best: tuple[int, int] | None = None) -> Diagram:
         ):
             raise ValueError(f"best must be (step, index) of a hypothesis in beams, got {best!r}")
         candidates = [steps[best[0] - 1][best[1]]]
-    chain: list[dict[str, Any]] = []  # the best hypothesis, from its first token to its last
-    if candidates:
-        node = max(candidates, key=lambda n: n["log_prob"])
-        while "token" in node:
-            chain.insert(0, node)
-            node = node["from"]
-    path = {id(n) for n in chain}
-    for s, nodes in enumerate(steps, start=1):
-        for n in nodes:
-            on_path = id(n) in path
-            c.arrow(
-                n["from"]["box"].right,
-                n["box"].left,
-                head=False,
-                part="edge",
-                index=(s, n["index"]),
-                color=HIGHLIGHT if on_path else INK,
-                lw=2.0 if on_path else 1.0,
-                alpha=FADED if n["pruned"] else 1.0,
-                linestyle="--" if n["pruned"] else "-",
-            )
-    pruned = sum(n["pruned"] for nodes in steps for n in nodes)
-    c.parts["pruned"] = pruned
+    chain = _best_path(c, steps, candidates, downwards=False)
+    pruned = c.parts["pruned"]
     words = f"; the best hypothesis, in red, is '{' '.join(n['token'] for n in chain)}'" if chain else ""
     total = sum(len(nodes) for nodes in steps)
     alt = (

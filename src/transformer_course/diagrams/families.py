@@ -66,6 +66,32 @@ def _labels(name: str, value: object, least: int, most: int) -> list[str]:
     return found
 
 
+def _encoder_decoder(c: Canvas, sx: float, top: float, tokens: tuple) -> tuple[int, int, int, float, float]:
+    """The encoder-decoder's patterns, placed from the decoder's self-attention's left edge sx and the encoder's
+    top: the encoder's grid above the cross-attention's columns (the same source positions), the decoder's two
+    grids side by side, their rows the target's positions. tokens: (source, the decoder's inputs, the target).
+    Returns the cells each grid lets through (encoder, decoder self, cross), the cross grid's left edge and the
+    height under the decoder's grids for their names."""
+    src, decoder, tgt = tokens
+    s, t = len(src), len(decoder)
+    xx = sx + t * CELL + 0.12  # the cross-attention, under the encoder's pattern
+    dtop = top - s * CELL - 0.4
+    _rows(c, xx - 0.06, top, src, "source_token")
+    encoder = _grid(c, xx, top, s, s, lambda i, j: True, "encoder")
+    c.text(xx + s * CELL + 0.08, top - s * CELL / 2, "encoder", ha="left")
+    c.arrow(
+        (xx + s * CELL / 2, top - s * CELL - 0.04),
+        (xx + s * CELL / 2, dtop + 0.04),
+        label="keys, values",
+        label_side="left",
+    )
+    _rows(c, sx - 0.06, dtop, decoder, "target_token")
+    self_ = _grid(c, sx, dtop, t, t, lambda i, j: j <= i, "decoder_self")
+    cross = _grid(c, xx, dtop, t, s, lambda i, j: True, "decoder_cross")
+    _predictions(c, xx + s * CELL + 0.06, dtop, dict(enumerate(tgt)), "target_prediction")
+    return encoder, self_, cross, xx, dtop - t * CELL - 0.13
+
+
 @drawing
 def model_families(sentence=SENTENCE, masked: int = 2, source_tokens=SOURCE, target_tokens=TARGET) -> Diagram:
     """Three columns, one per family, each with its attention pattern (rows: the positions that read, queries;
@@ -123,22 +149,7 @@ def model_families(sentence=SENTENCE, masked: int = 2, source_tokens=SOURCE, tar
     # and the decoder's two patterns side by side, their rows the target's positions.
     top -= (tall - block) / 2
     sx = lefts[2] + LABEL + 0.08  # the decoder's self-attention
-    xx = sx + t * CELL + 0.12  # its cross-attention, under the encoder's pattern
-    dtop = top - s * CELL - 0.4
-    _rows(c, xx - 0.06, top, src, "source_token")
-    encoder = _grid(c, xx, top, s, s, lambda i, j: True, "encoder")
-    c.text(xx + s * CELL + 0.08, top - s * CELL / 2, "encoder", ha="left")
-    c.arrow(
-        (xx + s * CELL / 2, top - s * CELL - 0.04),
-        (xx + s * CELL / 2, dtop + 0.04),
-        label="keys, values",
-        label_side="left",
-    )
-    _rows(c, sx - 0.06, dtop, decoder, "target_token")
-    self_ = _grid(c, sx, dtop, t, t, lambda i, j: j <= i, "decoder_self")
-    cross = _grid(c, xx, dtop, t, s, lambda i, j: True, "decoder_cross")
-    _predictions(c, xx + s * CELL + 0.06, dtop, dict(enumerate(tgt)), "target_prediction")
-    under = dtop - t * CELL - 0.13
+    encoder, self_, cross, xx, under = _encoder_decoder(c, sx, top, (src, decoder, tgt))
     c.text(sx + t * CELL / 2, under, "causal")
     c.text(xx + s * CELL / 2, under, "cross")
 

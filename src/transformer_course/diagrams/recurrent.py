@@ -81,6 +81,24 @@ def rnn_unrolled(n_steps: int = 4) -> Diagram:
     return render(c, alt)
 
 
+def _lstm_flows(c: Canvas, cell: dict, gates: dict, cand, top: float, input_label_side: str) -> None:
+    """The LSTM cell's arrows, wherever its blocks were placed: the cell state in three thick highlighted segments
+    through the forget product and the sum, each gate into its product, the candidate into the input product, and
+    the output's path (tanh of the new state, then the output gate's product). ``top``: the cell state's height."""
+    path: dict[str, Any] = dict(color=HIGHLIGHT, lw=2.4, part="cell_state")
+    c.arrow(cell["c_prev"].right, cell["forget_x"].left, head=False, index=1, **path)
+    c.arrow(cell["forget_x"].right, cell["add"].left, head=False, index=2, **path)
+    c.arrow(cell["add"].right, cell["c_new"].left, index=3, **path)
+    input_x, out_x, squash = cell["input_x"], cell["out_x"], cell["squash"]
+    c.arrow(gates["forget"].top, cell["forget_x"].bottom, label="$f_t$")
+    c.arrow(gates["input"].top, _on_circle(input_x, gates["input"].top), label="$i_t$", label_side=input_label_side)
+    c.arrow(cand.top, _on_circle(input_x, cand.top), label=r"$\tilde{c}_t$")
+    c.arrow(input_x.top, cell["add"].bottom)
+    c.arrow((squash.x, top), squash.top)
+    c.arrow(squash.bottom, out_x.top)
+    c.arrow(gates["output"].top, _on_circle(out_x, gates["output"].top), label="$o_t$")
+
+
 @drawing
 def lstm_cell() -> Diagram:
     """The LSTM cell: forget, input and output gates ("gate-forget", "gate-input", "gate-output"), the candidate
@@ -100,18 +118,8 @@ def lstm_cell() -> Diagram:
         for name, x in (("forget", 1.9), ("input", 2.8), ("output", 4.7))
     }
     cand = c.box(3.8, 1.5, 0.84, 0.55, "candidate\ntanh", "recurrent", part="candidate")
-    # The cell state: three straight segments through the two operators, drawn thick and in the highlight.
-    path: dict[str, Any] = dict(color=HIGHLIGHT, lw=2.4, part="cell_state")
-    c.arrow(c_prev.right, forget_x.left, head=False, index=1, **path)
-    c.arrow(forget_x.right, add.left, head=False, index=2, **path)
-    c.arrow(add.right, c_new.left, index=3, **path)
-    c.arrow(gates["forget"].top, forget_x.bottom, label="$f_t$")
-    c.arrow(gates["input"].top, _on_circle(input_x, gates["input"].top), label="$i_t$")
-    c.arrow(cand.top, _on_circle(input_x, cand.top), label=r"$\tilde{c}_t$")
-    c.arrow(input_x.top, add.bottom)
-    c.arrow((squash.x, top), squash.top)
-    c.arrow(squash.bottom, out_x.top)
-    c.arrow(gates["output"].top, _on_circle(out_x, gates["output"].top), label="$o_t$")
+    cell = dict(c_prev=c_prev, c_new=c_new, forget_x=forget_x, add=add, input_x=input_x, out_x=out_x, squash=squash)
+    _lstm_flows(c, cell, gates, cand, top, "right")
     h_new = c.box(6.15, 1.9, 0.6, 0.42, "$h_t$", "state", part="state", index="h-next")
     c.arrow(out_x.right, h_new.left)
     # [h_{t-1}, x_t]: one bus under the gates, read by all four.

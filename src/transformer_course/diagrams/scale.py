@@ -14,47 +14,13 @@ from ..models.rotary import rotary_angles
 from ..models.sliding_window import reachability, receptive_field
 from ..models.tiled_attention import tile_schedule
 from . import _args
-from ._canvas import FADED, HIGHLIGHT, INK, Canvas
+from ._canvas import INK, Canvas
 from ._render import Diagram, drawing, render
+from ._scale_parts import EDGE, MASKED, POSITIONS, _dial, _s, _tiles, _window_layer
 from ._shapes import text_width
 from .attention import ALLOWED, HIDDEN
 
 __all__ = ["query_key_value_heads", "rotary_pairs", "sliding_window_reach", "tiled_attention_tiles"]
-
-MASKED = "#cfcfcf"  # a score computed, then set to -inf (inside a tile on the diagonal)
-EDGE = "#9a9a9a"  # the outline of a grid's cells
-POSITIONS = ("#9a9a9a", "#5b8cc0", HIGHLIGHT, "#7d5ba6")  # the vectors of rotary_pairs, one colour per position
-
-
-def _s(n: int, word: str) -> str:
-    return f"{n} {word}{'s' * (n != 1)}"
-
-
-def _cell(c: Canvas, x: float, y: float, size: float, fill: str, part: str, index: object, **kw) -> None:
-    c.box(x, y, size - 0.04, size - 0.04, "", fill, part=part, index=index, lw=0.5, edge=EDGE, **kw)
-
-
-def _tiles(
-    c: Canvas, n: int, b: int, x0: float, top: float, at, cs: float, gap: float, done, here, causal: bool
-) -> None:
-    """Each block-by-block tile of the score grid, framed (bold where the step is), its cells filled: the wide
-    and the narrow tiled-attention diagrams draw the same grid, only placed differently."""
-    nb = -(-n // b)
-    for qb in range(nb):
-        for kb in range(nb):
-            rows, cols = range(qb * b, min(n, qb * b + b)), range(kb * b, min(n, kb * b + b))
-            x, y = x0 + (at(cols[0]) + at(cols[-1])) / 2, top - (at(rows[0]) + at(rows[-1])) / 2
-            w, h = len(cols) * cs + gap / 2, len(rows) * cs + gap / 2
-            on = (qb, kb) in done
-            lw, edge = (2.0, HIGHLIGHT) if (qb, kb) == here else (1.0, INK if on else EDGE)
-            kind, part = ("attention", "tile_computed") if on else ("layer", "tile_skipped")
-            dash = "-" if on else "--"
-            c.box(x, y, w, h, "", kind, part=part, index=(qb, kb), frame=True, lw=lw, edge=edge, linestyle=dash)
-            for i in rows:
-                for j in cols:
-                    kind = ("masked" if causal and j > i else "score") if on else "unvisited"
-                    fill = {"score": ALLOWED, "masked": MASKED, "unvisited": HIDDEN}[kind]
-                    _cell(c, x0 + at(j), top - at(i), cs, fill, kind, (i, j), alpha=1.0 if on else FADED)
 
 
 @drawing
@@ -203,15 +169,7 @@ def rotary_pairs(d_head: int = 8, positions=(0, 1, 2)) -> Diagram:
     last = ps.index(max(ps))
     for i in range(pairs):
         cx = 0.1 + (i + 0.5) * pitch
-        ring = [(cx + radius * math.cos(a), cy + radius * math.sin(a)) for a in (k * math.pi / 24 for k in range(49))]
-        c.arrow(*ring, head=False, color=EDGE, lw=0.8)
-        for k, p in enumerate(ps):
-            a = angles[k][i]
-            tip = (cx + 0.92 * radius * math.cos(a), cy + 0.92 * radius * math.sin(a))
-            c.arrow((cx, cy), tip, part="vector", index=(i, p), color=POSITIONS[k], lw=1.6)
-        c.text(cx, cy - radius - 0.18, f"dims {2 * i}, {2 * i + 1}")
-        c.text(cx, cy - radius - 0.42, f"$\\theta_{{{i}}}$ = {thetas[i]:.3g}")
-        c.text(cx, cy - radius - 0.66, f"$p$ = {ps[last]}: {math.degrees(angles[last][i]):.1f}°")
+        _dial(c, cx, cy, radius, i, (ps, angles, thetas, last), (0.18, 0.42, 0.66))
     for k, p in enumerate(ps):
         x = 0.3 + 1.3 * k
         c.arrow((x, 0.25), (x + 0.35, 0.25), color=POSITIONS[k], lw=1.6)
@@ -256,20 +214,7 @@ def sliding_window_reach(t: int = 12, window: int = 3, layers: int = 3) -> Diagr
         y = y0 + l * row
         c.text(x0 - 0.12, y, "input" if l == 0 else f"layer {l}", ha="right")
         c.text(x0 + t * cs + 0.1, y, _s(int(sum(reached[l])), "position"), ha="left")
-        for j in range(t):
-            x = x0 + (j + 0.5) * cs
-            on = reached[l][j]
-            _cell(c, x, y, cs, ALLOWED if on else HIDDEN, "reached" if on else "unreached", (l, j))
-            if l and on:
-                for k in range(max(0, j - w + 1), j + 1):
-                    c.arrow(
-                        (x0 + (k + 0.5) * cs, y - row + cs / 2 - 0.02),
-                        (x, y - cs / 2 + 0.02),
-                        part="attends",
-                        index=(l, j, k),
-                        color=EDGE,
-                        lw=0.8,
-                    )
+        _window_layer(c, x0, y, cs, row, w, l, reached[l])
     for j in range(t):
         c.text(x0 + (j + 0.5) * cs, y0 - cs / 2 - 0.12, str(j))
     field, full = int(sum(reached[0])), receptive_field(w, n_layers)

@@ -14,6 +14,26 @@ SOURCE = ("the", "cat", "sleeps")
 TARGET = ("el", "gato", "duerme")
 
 
+def _source_columns(c: Canvas, xs, toks, alpha, w: float, band, ctx, heights: tuple[float, float]):
+    """Bahdanau's step above each source token: its encoder state h_j, its score e_j into the softmax band, its
+    weight as a number and a bar, and a line from the bar to the context as wide as the weight (the lines fan in,
+    never cross). heights: where the lines bend and where the context sits. Returns the last score's box."""
+    fan_y, ctx_y = heights
+    e = None
+    for j, (x, t, a) in enumerate(zip(xs, toks, alpha), start=1):
+        h = c.box(x, 0.95, w, 0.4, f"$h_{{{j}}}$", "state", part="encoder_state", index=j)
+        e = c.box(x, 1.7, w, 0.4, f"$e_{{{j}}}$", "attention", part="score", index=j)
+        c.arrow(t.top, h.bottom)
+        c.arrow(h.top, e.bottom)
+        c.arrow(e.top, band.at((x - band.x) / (band.w / 2), -1))
+        c.text(x, 2.72, f"{a:.2f}", part="weight_value", index=j)
+        height = max(0.02, 0.7 * a)
+        bar = c.box(x, 2.9 + height / 2, min(w, 0.4), height, "", "attention", part="weight", index=j, lw=0.8)
+        end = (ctx.x + (x - ctx.x) * 0.3, ctx_y - 0.2)
+        c.arrow(bar.top, (x, fan_y), end, head=False, lw=0.4 + 5 * a, color="#7a5a2a")
+    return e
+
+
 @drawing
 def encoder_decoder(source_tokens=SOURCE, target_tokens=TARGET) -> Diagram:
     """The RNN encoder-decoder over one sentence pair: the encoder reads the source ("encoder-step-i", i from 1),
@@ -157,18 +177,7 @@ def bahdanau_step(source_tokens=SOURCE, target_prefix=("el",), weights=None) -> 
     fan_y, ctx_y = 3.7, 4.3
     ctx = c.box(band.x, ctx_y, 1.9, 0.4, r"context $c_t$", "state", part="context")
     toks = c.tokens(xs, 0.3, pitch - 0.06, 0.36, src, part="source_token")
-    for j, (x, t, a) in enumerate(zip(xs, toks, alpha), start=1):
-        h = c.box(x, 0.95, w, 0.4, f"$h_{{{j}}}$", "state", part="encoder_state", index=j)
-        e = c.box(x, 1.7, w, 0.4, f"$e_{{{j}}}$", "attention", part="score", index=j)
-        c.arrow(t.top, h.bottom)
-        c.arrow(h.top, e.bottom)
-        c.arrow(e.top, band.at((x - band.x) / (band.w / 2), -1))
-        c.text(x, 2.72, f"{a:.2f}", part="weight_value", index=j)
-        height = max(0.02, 0.7 * a)
-        bar = c.box(x, 2.9 + height / 2, min(w, 0.4), height, "", "attention", part="weight", index=j, lw=0.8)
-        # The weighted sum: a line from each bar to the context, as wide as its weight (they fan in, never cross).
-        end = (ctx.x + (x - ctx.x) * 0.3, ctx_y - 0.2)
-        c.arrow(bar.top, (x, fan_y), end, head=False, lw=0.4 + 5 * a, color="#7a5a2a")
+    _source_columns(c, xs, toks, alpha, w, band, ctx, (fan_y, ctx_y))
     s_prev = c.box(0.55, ctx_y, 0.7, 0.4, "$s_{t-1}$", "state", part="decoder_state", index="previous")
     c.arrow(s_prev.bottom, (0.55, 1.7), (xs[0] - w / 2, 1.7))
     cell = c.box(6.1, ctx_y, 1.0, 0.4, "GRU", "recurrent", part="decoder_cell")
