@@ -3,13 +3,13 @@
 tests/benchmarks/compiled_step.py; these tests check that each does what it says, on tiny budgets."""
 
 import json
-import shutil
 
 import pytest
 import torch
 from torch import nn
 
 from transformer_course.training.averaging import LastEvaluations, average_states
+from transformer_course.training.compiled import can_compile
 
 
 class _Weight(nn.Module):
@@ -78,7 +78,7 @@ def test_distilled_batches_are_the_human_pairs_at_share_0_and_the_teachers_at_sh
 
 
 NO_COMPILER = "torch.compile on the CPU needs a C++ compiler, and there is none here: `make compiler`"
-needs_compiler = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None, reason=NO_COMPILER)
+needs_compiler = pytest.mark.skipif(not can_compile(torch.device("cpu")), reason=NO_COMPILER)
 
 
 @needs_compiler
@@ -126,7 +126,7 @@ def test_the_training_forward_compiles_to_one_graph_without_breaks():
 def test_warming_up_runs_forward_and_backward_but_leaves_the_weights_and_gradients_as_they_were():
     """training.compiled.warm_up compiles before the trainer's clock: it must not train (no step, no gradient left)."""
     from transformer_course.data.digits import copy_task
-    from transformer_course.training.compiled import warm_up
+    from transformer_course.training.compiled import shape_samples, warm_up
     from transformer_course.training.configs import CONFIGS
     from transformer_course.training.kinds import build_model, typed
 
@@ -136,7 +136,7 @@ def test_warming_up_runs_forward_and_backward_but_leaves_the_weights_and_gradien
     before = {k: v.clone() for k, v in model.state_dict().items()}
     calls = []
     model.register_forward_hook(lambda *_: calls.append(1))
-    assert warm_up(model, batches[:5], torch.device("cpu"), bf16=False) > 0
+    assert warm_up(model, shape_samples(batches[:5]), torch.device("cpu"), bf16=False) > 0
     assert len(calls) == 3  # the shortest, a middle and the longest batch
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
     assert all(p.grad is None for p in model.parameters())

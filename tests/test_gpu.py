@@ -9,10 +9,10 @@ keeps the second worker waiting for the first's), because they take half a minut
 import fcntl
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from importlib.metadata import packages_distributions
 from pathlib import Path
 
@@ -24,6 +24,7 @@ from transformer_course.gpu import FILES, MAX_FILE_BYTES
 from transformer_course.gpu.machine import MACHINE_PACKAGES, normalise
 from transformer_course.gpu.pack import PackError, open_pack
 from transformer_course.training.compact_weights import is_compact, load_state
+from transformer_course.training.compiled import can_compile
 
 ROOT = Path(__file__).resolve().parents[1]
 # Imported on this machine but optional where the run imports them: the GPU machine lacks them and nothing breaks.
@@ -34,6 +35,17 @@ from transformer_course.gpu.__main__ import main
 rc = main(sys.argv[1:])
 json.dump({"rc": rc, "modules": sorted(sys.modules)}, open(sys.argv[-1] + ".imports.json", "w"))
 """
+
+
+@contextmanager
+def environment_kept():
+    """open_pack points the course at the pack through environment variables: put them back as they were."""
+    before = dict(os.environ)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(before)
 
 
 @pytest.fixture(scope="session")
@@ -187,13 +199,8 @@ def test_a_missing_or_altered_pack_is_refused_with_the_fix(dry_run, tmp_path):
     text = tokenizer.read_text()
     assert '"Ġthe"' in text
     tokenizer.write_text(text.replace('"Ġthe"', '"Ġteh"', 1))  # one piece of the vocabulary changed
-    before = dict(os.environ)
-    try:
-        with pytest.raises(PackError, match="not the file packed"):
-            open_pack(copy, tmp_path / "cache")
-    finally:
-        os.environ.clear()
-        os.environ.update(before)
+    with environment_kept(), pytest.raises(PackError, match="not the file packed"):
+        open_pack(copy, tmp_path / "cache")
 
 
 def test_a_run_past_its_deadline_skips_what_is_left_and_says_so(tmp_path):
@@ -230,20 +237,20 @@ def test_where_bf16_is_missing_the_gru_trains_in_float32_and_says_so(tmp_path, m
     run.bf16 = True  # as on a GPU
     calls = []
 
-    def fake_train(run, name, after_eval=None, fp32=False):
+    def fake_train(run, name, after_eval=None, fp32=False, **_):
         calls.append(fp32)
         if not fp32:  # the error PyTorch raised for a GRU cell in bf16 before it had the kernel
             raise RuntimeError("\"_thnn_fused_gru_cell_cuda\" not implemented for 'BFloat16'")
         return "trained"
 
-    monkeypatch.setattr(phases, "_train", fake_train)
+    monkeypatch.setattr(phases, "train_in_window", fake_train)
     assert phases.train_gru(run) == "in float32: the GRU has no bf16 kernel here" and calls == [False, True]
     assert run.results["gru"] == "trained"
 
-    def broken(run, name, after_eval=None, fp32=False):
+    def broken(run, name, after_eval=None, fp32=False, **_):
         raise RuntimeError("CUDA out of memory")
 
-    monkeypatch.setattr(phases, "_train", broken)
+    monkeypatch.setattr(phases, "train_in_window", broken)
     with pytest.raises(RuntimeError, match="out of memory"):  # any other error is not hidden
         phases.train_gru(run)
 
@@ -327,7 +334,7 @@ def test_the_stored_gpu_model_is_the_adopted_run_best_on_validation():
 
 
 @pytest.mark.skipif(
-    shutil.which("g++") is None and shutil.which("c++") is None,
+    not can_compile(torch.device("cpu")),
     reason="the speed run's dry run compiles on the CPU, which needs a C++ compiler: `make compiler`",
 )
 def test_the_speed_run_dry_runs_on_the_cpu_and_adopts(tmp_path):

@@ -14,14 +14,16 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
-from test_gpu import RECORDER, ROOT, foreign_imports
+from test_gpu import RECORDER, ROOT, environment_kept, foreign_imports
 from test_runs import check_run
 from transformer_course.gpu import MAX_FILE_BYTES
 from transformer_course.gpu.pack import PackError, open_pack, pack
 from transformer_course.gpu.second import FILES, RUNS
+from transformer_course.training.compiled import can_compile
 
-HAS_COMPILER = shutil.which("g++") is not None or shutil.which("c++") is not None
+HAS_COMPILER = can_compile(torch.device("cpu"))
 # Inductor's C++ path, which only a CPU takes (a GPU gets Triton kernels): the modules it generates (named by a hash)
 # and the build tools it imports (setuptools, with what setuptools vendors).
 CPU_COMPILER = {"setuptools", "_distutils_hack", "distutils", "backports", "jaraco", "more_itertools"}
@@ -122,8 +124,6 @@ def test_its_records_are_adopted_by_seed_and_a_seed_only_once(second, tmp_path):
 
 
 def test_a_pack_without_its_teacher_or_with_another_is_refused(second, tmp_path):
-    import os
-
     packed, _, _ = second
     with pytest.raises(PackError, match="--teacher .*: no such file"):
         pack(tmp_path / "p", 0, tmp_path / "missing.txt.xz")
@@ -131,10 +131,5 @@ def test_a_pack_without_its_teacher_or_with_another_is_refused(second, tmp_path)
     shutil.copytree(packed, copy)
     teacher = next(copy.glob("teacher-*.txt.xz"))
     teacher.write_bytes(lzma.compress(b"another teacher"))
-    before = dict(os.environ)
-    try:
-        with pytest.raises(PackError, match="not the file packed"):
-            open_pack(copy, tmp_path / "cache")
-    finally:
-        os.environ.clear()
-        os.environ.update(before)
+    with environment_kept(), pytest.raises(PackError, match="not the file packed"):
+        open_pack(copy, tmp_path / "cache")

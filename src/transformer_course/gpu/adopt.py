@@ -57,23 +57,59 @@ def seed_of(results: Path) -> int:
 def adopted_runs(runs: Path | None = None) -> dict[int, dict[str, dict]]:
     """Every adopted GPU run's records by seed: ``{seed: {"machine": ..., "transformer": ..., "gru": ...,
     "throughput": ..., "step_time": ...}}``, the files that run returned (a key is missing if its file is)."""
-    folder = (PACKAGE / "runs" if runs is None else Path(runs)) / "gpu"
+    return _by_seed((PACKAGE / "runs" if runs is None else Path(runs)) / "gpu", FILES)
+
+
+def _by_seed(folder: Path, files: dict[str, str]) -> dict[int, dict[str, dict]]:
+    """The JSON records kept in folder/seedN/, by seed and by their key in ``files``."""
     found: dict[int, dict[str, dict]] = {}
     for run in sorted(folder.glob("seed*")):
         found[int(run.name.removeprefix("seed"))] = {
             key: json.loads((run / name).read_text())
-            for key, name in FILES.items()
+            for key, name in files.items()
             if name.endswith(".json") and (run / name).is_file()
         }
     return dict(sorted(found.items()))
+
+
+def _refuse_a_dry_run(results: Path, record: dict, dry_run_ok: bool) -> None:
+    if record.get("dry_run") and not dry_run_ok:
+        raise ValueError(f"{results} holds a dry run (on the CPU, tiny budgets): its figures are not the GPU's")
+
+
+def _refuse_a_seed_held(kept: Path, record: dict, seed: int, which: str, folder: str, held: list[int]) -> None:
+    """Two runs of one seed would count twice in a mean: a seed kept from another run (another start) is refused.
+    Both versions name their record gpu-machine.json (``FILES["machine"]``, ``second.FILES["machine"]``)."""
+    if (kept / FILES["machine"]).is_file():
+        before = json.loads((kept / FILES["machine"]).read_text()).get("started")
+        if before != record.get("started"):
+            raise ValueError(
+                f"seed {seed}{which} is already adopted, from the run started {before}: give the next run another"
+                f" --seed ({folder} holds seeds {held})"
+            )
+
+
+def _copy_finished(results: Path, kept: Path, files: dict[str, str], keep=lambda key: True) -> tuple[list, dict]:
+    """Copy each finished file of ``files`` (by key) from results into kept (those ``keep`` accepts): one line for
+    each left out, and the finished ones' paths by key."""
+    lines, finished = [], {}
+    for key, name in files.items():
+        source = results / name
+        if not source.is_file() or not _finished(source):
+            lines.append(f"left out {name}: {'missing' if not source.is_file() else 'not finished'}")
+            continue
+        finished[key] = source
+        if keep(key):
+            kept.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, kept / name)
+    return lines, finished
 
 
 def adopt_speed(results: Path, runs: Path, dry_run_ok: bool = False) -> list[str]:
     """Keep a speed run's record (``gpu speed``: the compiled step and its MFU) as ``runs/gpu/speed/STARTED.json``;
     every such run is kept, each a repeat of the measurement."""
     record = json.loads((results / SPEED_FILE).read_text())
-    if record.get("dry_run") and not dry_run_ok:
-        raise ValueError(f"{results} holds a dry run (on the CPU, tiny budgets): its figures are not the GPU's")
+    _refuse_a_dry_run(results, record, dry_run_ok)
     target = runs / "gpu" / "speed" / f"{record['started'].replace(':', '-')}.json"
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(results / SPEED_FILE, target)
@@ -92,23 +128,12 @@ def adopt_second(results: Path, runs: Path, dry_run_ok: bool = False) -> list[st
     from . import second
 
     record = json.loads((results / second.FILES["machine"]).read_text())
-    if record.get("dry_run") and not dry_run_ok:
-        raise ValueError(f"{results} holds a dry run (on the CPU, tiny budgets): its figures are not the GPU's")
+    _refuse_a_dry_run(results, record, dry_run_ok)
     seed = int(record["seed"])
     kept = runs / "gpu" / "v2" / f"seed{seed}"
-    if (kept / second.FILES["machine"]).is_file():
-        before = json.loads((kept / second.FILES["machine"]).read_text()).get("started")
-        if before != record.get("started"):
-            raise ValueError(f"seed {seed} of version two is already adopted, from the run started {before}: give "
-                             f"the next run another --seed (runs/gpu/v2/ holds seeds {sorted(second_runs(runs))})")  # fmt: skip
-    lines = []
+    _refuse_a_seed_held(kept, record, seed, " of version two", "runs/gpu/v2/", sorted(second_runs(runs)))
+    lines, _ = _copy_finished(results, kept, second.FILES)
     kept.mkdir(parents=True, exist_ok=True)
-    for name in second.FILES.values():
-        source = results / name
-        if not source.is_file() or not _finished(source):
-            lines.append(f"left out {name}: {'missing' if not source.is_file() else 'not finished'}")
-            continue
-        shutil.copyfile(source, kept / name)
     lines.append(f"kept the records of version two, seed {seed}, in {kept}")
     return lines
 
@@ -118,15 +143,7 @@ def second_runs(runs: Path | None = None) -> dict[int, dict[str, dict]]:
     "distilled": ...}}``, the files that run returned."""
     from . import second
 
-    folder = (PACKAGE / "runs" if runs is None else Path(runs)) / "gpu" / "v2"
-    found: dict[int, dict[str, dict]] = {}
-    for run in sorted(folder.glob("seed*")):
-        found[int(run.name.removeprefix("seed"))] = {
-            key: json.loads((run / name).read_text())
-            for key, name in second.FILES.items()
-            if name.endswith(".json") and (run / name).is_file()
-        }
-    return dict(sorted(found.items()))
+    return _by_seed((PACKAGE / "runs" if runs is None else Path(runs)) / "gpu" / "v2", second.FILES)
 
 
 def _validation(path: Path) -> float | None:
@@ -153,27 +170,12 @@ def adopt(
     record = json.loads(machine.read_text())
     if record.get("version") == 2:
         return adopt_second(results, runs, dry_run_ok)
-    if record.get("dry_run") and not dry_run_ok:
-        raise ValueError(f"{results} holds a dry run (on the CPU, tiny budgets): its figures are not the GPU's")
+    _refuse_a_dry_run(results, record, dry_run_ok)
     seed = seed_of(results)
     kept = runs / "gpu" / f"seed{seed}"
-    if (kept / FILES["machine"]).is_file():
-        before = json.loads((kept / FILES["machine"]).read_text()).get("started")
-        if before != record.get("started"):
-            raise ValueError(
-                f"seed {seed} is already adopted, from the run started {before}: give the next run another"
-                f" --seed (runs/gpu/ holds seeds {sorted(adopted_runs(runs))})"
-            )
-    lines, finished = [], {}
-    for key in TO_RUNS + TO_REFERENCE:
-        source = results / FILES[key]
-        if not source.is_file() or not _finished(source):
-            lines.append(f"left out {FILES[key]}: {'missing' if not source.is_file() else 'not finished'}")
-            continue
-        finished[key] = source
-        if key != "weights":
-            kept.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, kept / FILES[key])
+    _refuse_a_seed_held(kept, record, seed, "", "runs/gpu/", sorted(adopted_runs(runs)))
+    files = {key: FILES[key] for key in TO_RUNS + TO_REFERENCE}
+    lines, finished = _copy_finished(results, kept, files, keep=lambda key: key != "weights")
     lines.append(f"kept the records of seed {seed} in {kept}")
 
     stored, new = _validation(reference / FILES["transformer"]), _validation(results / FILES["transformer"])

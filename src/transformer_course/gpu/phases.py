@@ -127,20 +127,29 @@ def _step_time(run: Run, bf16: bool) -> None:
 
 
 def plan(run: Run) -> str:
-    """Split the time left: a reserve for the end, then one window for each model, the same training minutes each."""
+    """Split the time left: a reserve for the end, then one window for each model, the same training minutes each
+    (less, in each window, the seconds the budgets keep for compiling before the clock starts: version two's)."""
     left = run.left()
     reserve = max(40.0, run.budgets.reserve * left) if run.device.type == "cuda" else 0.0
     window = (left - reserve) / 2
     if window < 30 and run.device.type == "cuda":
         raise RuntimeError(f"{left:.0f} s left: too little to train two models (give --minutes more)")
-    minutes = round(run.budgets.train_share * window / 60, 2)
+    compiling = run.budgets.extras.get("compile_seconds", 0.0)
+    minutes = round(run.budgets.train_share * (window - compiling) / 60, 2)
     run.results["window"], run.results["minutes"] = window, minutes
     run.record["plan"] = {"seconds_left": round(left, 1), "reserve": round(reserve, 1), "window": round(window, 1)}
+    if compiling:
+        run.record["plan"]["compile_allowance"] = compiling
     run.record["plan"]["training_minutes_each"] = minutes if run.device.type == "cuda" else None
     return f"{minutes} minutes of training for each model" if run.device.type == "cuda" else "the dry run's steps"
 
 
-def _train(run: Run, name: str, after_eval=None, fp32: bool = False):
+def train_in_window(
+    run: Run, name: str, after_eval=None, fp32=False, out: str | None = None, extra=(), deadline: float | None = None
+):
+    """Train configuration ``name`` with the course's trainer for the plan's minutes (the dry run: its steps), within
+    the model's window (or until ``deadline``), its run written to ``out`` in the output folder (default
+    NAME.json); ``extra``: more of the trainer's arguments."""
     from ..training.train import train
 
     budget = ["--minutes", str(run.results["minutes"])] if run.device.type == "cuda" else []
@@ -148,9 +157,9 @@ def _train(run: Run, name: str, after_eval=None, fp32: bool = False):
     tatoeba = str(run.pack / run.record["pack"]["manifest"]["tatoeba"]["file"])
     argv = [
         *("--config", name, *budget, *run.budgets.train, "--device", run.device.type, "--seed", str(run.seed)),
-        *("--tatoeba", tatoeba, "--no-progress", "--out", str(run.out / f"{name}.json")),
+        *("--tatoeba", tatoeba, "--no-progress", "--out", str(run.out / (out or f"{name}.json")), *extra),
     ]
-    deadline = min(time.time() + run.results["window"], run.deadline)
+    deadline = deadline or min(time.time() + run.results["window"], run.deadline)
     return train(argv, deadline=deadline, launched_by=run.command, after_eval=after_eval)
 
 
@@ -160,27 +169,38 @@ def train_transformer(run: Run) -> None:
     def keep_weights(result, model) -> None:  # after every evaluation: a run cut short still brings a model back
         torch.save(compact(model.state_dict(), "int8"), path)
 
-    trained = _train(run, TRANSFORMER, keep_weights)
+    trained = train_in_window(run, TRANSFORMER, keep_weights)
     run.results["transformer"] = trained
     keep_weights(trained.result, trained.model)
 
 
 def train_gru(run: Run) -> str | None:
     try:
-        run.results["gru"] = _train(run, GRU)
+        run.results["gru"] = train_in_window(run, GRU)
     except RuntimeError as exc:  # at its first step, if at all: then train it in float32, and say so
         if not (run.bf16 and _bf16_missing(exc)):
             raise
         print(f"no bf16 here for the GRU ({exc}); training it in float32")
-        run.results["gru"] = _train(run, GRU, fp32=True)
+        run.results["gru"] = train_in_window(run, GRU, fp32=True)
         return "in float32: the GRU has no bf16 kernel here"
     return None
 
 
+def beam_on_test(run: Run, model, data) -> dict:
+    """The test set decoded with beam search (the budgets' size and length penalty): its BLEU and the search."""
+    from ..evaluation.metrics import corpus_bleu
+    from ..evaluation.translate import beam_translations
+
+    size, alpha = run.budgets.beam
+    start = time.time()
+    texts = beam_translations(model, data, data.test_ids, size, alpha)
+    beam = {"size": size, "alpha": alpha, "seconds": round(time.time() - start, 2)}
+    return {"test_score_beam": corpus_bleu(texts, data.test_references), "beam": beam}
+
+
 def finish_transformer(run: Run) -> str:
     """The stored weights' form, chosen on validation, their test score, and beam search on the test set."""
-    from ..evaluation.metrics import corpus_bleu
-    from ..evaluation.translate import beam_translations, evaluate_bleu
+    from ..evaluation.translate import evaluate_bleu
 
     trained = run.results["transformer"]
     model, data, result = trained.model, trained.data, dict(trained.result)
@@ -199,11 +219,7 @@ def finish_transformer(run: Run) -> str:
         "test_score": evaluate_bleu(stored, data, "test"),  # greedy, as the CPU will decode the stored weights
     }
     run.save("transformer", result)
-    size, alpha = run.budgets.beam
-    start = time.time()
-    texts = beam_translations(model, data, data.test_ids, size, alpha)
-    result["test_score_beam"] = corpus_bleu(texts, data.test_references)
-    result["beam"] = {"size": size, "alpha": alpha, "seconds": round(time.time() - start, 2)}
+    result.update(beam_on_test(run, model, data))
     run.save("transformer", result)
     run.results["transformer_result"] = result
     return f"weights {form}, {result['stored_weights']['bytes'] / 2**20:.1f} MiB"

@@ -25,13 +25,14 @@ same code on the CPU with tiny budgets (``tests/test_gpu_second.py``).
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Callable
 
 import torch
 
+from ..training.compiled import can_compile
 from ..training.configs import CONFIGS
+from .phases import beam_on_test, plan, train_in_window
 from .run import TRANSFORMER, Budgets, Run
 
 __all__ = ["BUDGETS", "FILES", "PHASES", "summary"]
@@ -107,66 +108,40 @@ def _speed(run: Run) -> str:
 
 
 def _plan(run: Run) -> str:
-    """Two equal windows; in each, room to compile, then the training minutes, then its evaluations."""
-    left = run.left()
-    reserve = max(40.0, run.budgets.reserve * left) if run.device.type == "cuda" else 0.0
-    window = (left - reserve) / 2
-    compiling = run.budgets.extras["compile_seconds"]
-    minutes = round(run.budgets.train_share * (window - compiling) / 60, 2)
-    if run.device.type == "cuda" and minutes < 0.5:
-        raise RuntimeError(f"{left:.0f} s left: too little to train two models (give --minutes more)")
-    run.results["window"], run.results["minutes"] = window, minutes
-    run.record["plan"] = {"seconds_left": round(left, 1), "reserve": round(reserve, 1), "window": round(window, 1),
-                          "compile_allowance": compiling, "training_minutes_each": minutes}  # fmt: skip
-    return f"{minutes} minutes of training for each model" if run.device.type == "cuda" else "the dry run's steps"
-
-
-def _can_compile(run: Run) -> bool:
-    # Inductor writes C++ for a CPU (a dry run), which needs a compiler; on a GPU it writes Triton kernels
-    return run.device.type == "cuda" or shutil.which("g++") is not None or shutil.which("c++") is not None
+    """Version one's plan (two equal windows), each window keeping the budgets' seconds for compiling."""
+    note = plan(run)
+    if run.device.type == "cuda" and run.results["minutes"] < 0.5:
+        raise RuntimeError(f"{run.left():.0f} s left: too little to train two models (give --minutes more)")
+    return note
 
 
 def _train(run: Run, key: str) -> str | None:
-    from ..training.train import train
-
-    budget = ["--minutes", str(run.results["minutes"])] if run.device.type == "cuda" else []
-    tatoeba = str(run.pack / run.record["pack"]["manifest"]["tatoeba"]["file"])
-    argv = [
-        *("--config", TRANSFORMER, *budget, *run.budgets.train, "--device", run.device.type, "--seed", str(run.seed)),
-        *("--tatoeba", tatoeba, "--no-progress", "--out", str(run.out / FILES[key]), *RUNS[key]),
-    ]
-    deadline = min(time.time() + run.results["window"], run.deadline)
-    note = None
-    if _can_compile(run):
+    out = FILES[key]
+    until = min(time.time() + run.results["window"], run.deadline)  # an eager retry keeps to the same window
+    if can_compile(run.device):
         try:
-            run.results[key] = train([*argv, "--compile"], deadline=deadline, launched_by=run.command)
+            run.results[key] = train_in_window(
+                run, TRANSFORMER, out=out, extra=[*RUNS[key], "--compile"], deadline=until
+            )
             return None
         except Exception as exc:  # noqa: BLE001 - whatever broke compiling, the model still trains, eager
             note = f"eager: compiling failed ({type(exc).__name__}: {str(exc)[:200]})"
             print(note, flush=True)
     else:
         note = "eager: no C++ compiler for Inductor here (make compiler)"
-    run.results[key] = train(argv, deadline=deadline, launched_by=run.command)
+    run.results[key] = train_in_window(run, TRANSFORMER, out=out, extra=RUNS[key], deadline=until)
     return note
 
 
 def _finish(run: Run) -> str:
     """Beam search on the test set for both runs, and each run's MFU."""
-    from ..evaluation.metrics import corpus_bleu
-    from ..evaluation.translate import beam_translations
-
-    size, alpha = run.budgets.beam
     speed = run.results.get("speed", {})
     done = []
     for key in RUNS:
         if key not in run.results:
             continue
         trained = run.results[key]
-        result = dict(trained.result)
-        start = time.time()
-        texts = beam_translations(trained.model, trained.data, trained.data.test_ids, size, alpha)
-        result["test_score_beam"] = corpus_bleu(texts, trained.data.test_references)
-        result["beam"] = {"size": size, "alpha": alpha, "seconds": round(time.time() - start, 2)}
+        result = {**trained.result, **beam_on_test(run, trained.model, trained.data)}
         rate = result["tokens"] / max(result["train_seconds"], 1e-9)  # target tokens a second of training
         result["target_tokens_per_second"] = rate
         if "peak" in speed:

@@ -71,21 +71,6 @@ def step_flops(model: torch.nn.Module, batches: list) -> float:
     return flops / tokens
 
 
-def _compile_all_shapes(model: torch.nn.Module, batches: list, bf16: bool) -> None:
-    """One forward and backward on every batch: compiles (and recompiles for new shapes) off the clock."""
-    from ..training.loop import label_smoothed_loss
-
-    device = batches[0].src.device
-    for batch in batches:
-        with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=bf16):
-            out = model(batch.src, batch.src_mask, batch.tgt)
-        logits = out[0] if isinstance(out, tuple) else out
-        label_smoothed_loss(logits, batch.tgt, batch.tgt_mask).backward()
-        model.zero_grad(set_to_none=True)
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 def _phase(record: dict, out: Path, deadline: float, name: str, work) -> None:
     t0 = time.time()
     if time.time() >= deadline:
@@ -108,7 +93,7 @@ def speed(out: Path, minutes: float, device: torch.device, dry_run: bool, comman
     from ..data.translation import VOCAB_SIZE
     from ..measurement.speed import random_batches, throughput
     from ..models.transformer_torch import to_torch
-    from ..training.compiled import compile_model
+    from ..training.compiled import compile_model, warm_up
     from ..training.configs import CONFIGS
     from ..training.kinds import build_model
     from .machine import describe
@@ -145,7 +130,7 @@ def speed(out: Path, minutes: float, device: torch.device, dry_run: bool, comman
             start = time.time()
             try:
                 models[name] = compile_model(copy.deepcopy(models[name]))
-                _compile_all_shapes(models[name], batches, bf16)
+                warm_up(models[name], batches, device, bf16)  # every shape compiled off the clock
                 record.setdefault("compile_seconds", {})[name] = round(time.time() - start, 1)
             except Exception as exc:  # noqa: BLE001 - the eager pair is still worth measuring
                 traceback.print_exc()

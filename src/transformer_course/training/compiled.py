@@ -13,10 +13,18 @@ budget: ``warm_up`` compiles before the trainer starts its clock, and the traine
 
 from __future__ import annotations
 
+import shutil
+import time
+
 import torch
 from torch import nn
 
-__all__ = ["compile_model", "warm_up"]
+__all__ = ["can_compile", "compile_model", "shape_samples", "warm_up"]
+
+
+def can_compile(device: torch.device) -> bool:
+    """Can Inductor compile here? On a GPU it writes Triton kernels; on a CPU, C++, which needs a compiler."""
+    return device.type == "cuda" or shutil.which("g++") is not None or shutil.which("c++") is not None
 
 
 def compile_model(model: nn.Module, dynamic: bool = True) -> nn.Module:
@@ -27,21 +35,25 @@ def compile_model(model: nn.Module, dynamic: bool = True) -> nn.Module:
     return torch.compile(model, dynamic=dynamic)  # type: ignore[return-value]
 
 
-def warm_up(model: nn.Module, batches: list, device: torch.device, bf16: bool) -> float:
-    """Compile ``model`` off the clock: a forward and a backward on the shortest, a middle and the longest batch
-    (dynamic shapes: they should all run one graph), the gradients then dropped and no step taken, so the weights are
-    untouched. Returns the seconds it took."""
-    import time
+def shape_samples(batches: list) -> list:
+    """The shortest, a middle and the longest batch (by target tokens): enough to compile for every shape."""
+    ordered = sorted(batches, key=lambda b: b.tgt.shape[1] * b.tgt.shape[0])
+    return [ordered[i] for i in sorted({0, len(ordered) // 2, len(ordered) - 1})]
 
+
+def warm_up(model: nn.Module, batches: list, device: torch.device, bf16: bool) -> float:
+    """Compile ``model`` off the clock: a forward and a backward on each batch (the trainer gives it
+    ``shape_samples``: with dynamic shapes they should all run one graph), the gradients then dropped and no step
+    taken, so the weights are untouched. Returns the seconds it took."""
     from .tasks import label_smoothed_loss
 
     start = time.perf_counter()
-    ordered = sorted(batches, key=lambda b: b.tgt.shape[1] * b.tgt.shape[0])
-    for i in sorted({0, len(ordered) // 2, len(ordered) - 1}):
-        batch = ordered[i].to(device)
+    for batch in batches:
+        batch = batch.to(device)
         with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=bf16 and device.type == "cuda"):
-            out = model(batch.src, batch.src_mask, batch.tgt)  # (B, T_y, V)
-        label_smoothed_loss(out.float(), batch.tgt, batch.tgt_mask).backward()
+            out = model(batch.src, batch.src_mask, batch.tgt)  # (B, T_y, V), or (logits, weights)
+        logits = out[0] if isinstance(out, tuple) else out
+        label_smoothed_loss(logits, batch.tgt, batch.tgt_mask).backward()  # the loss casts to float32 itself
         model.zero_grad(set_to_none=True)
     if device.type == "cuda":
         torch.cuda.synchronize(device)

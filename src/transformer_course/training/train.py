@@ -164,10 +164,10 @@ def train(
     model = core
     compile_seconds = None
     if args.compile:  # compiled before the clock starts: the budget is training time (training.compiled)
-        from .compiled import compile_model, warm_up
+        from .compiled import compile_model, shape_samples, warm_up
 
         model = compile_model(core)
-        compile_seconds = warm_up(model, task.batches, device, bf16=not args.fp32)
+        compile_seconds = warm_up(model, shape_samples(task.batches), device, bf16=not args.fp32)
         print(f"compiled in {compile_seconds:.1f} s, before the clock started", flush=True)
     if world > 1:
         model = torch.nn.parallel.DistributedDataParallel(core, device_ids=[device] if device.type == "cuda" else None)
